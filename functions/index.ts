@@ -1,0 +1,13 @@
+/**
+ * The one list of functions. Azure loads this file (package.json "main") and each import registers its
+ * function with `app.*`; the local host loads the same file and runs what was registered.
+ */
+import './apply';
+import './clusters';
+import './clusterStatus';
+import './clusterTaintPolicies';
+import './events';
+import './health';
+import './clusterMonitor';
+import './taintResync';
+import './taintEvaluation';

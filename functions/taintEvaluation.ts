@@ -1,0 +1,39 @@
+import { app, InvocationContext } from '@azure/functions';
+import { z } from 'zod';
+import { sleep } from '../shared/clock';
+import { EVALUATION_LEAD_SECONDS, evaluateCluster, scheduleEvaluation } from '../shared/controllers/taintController';
+import { QUEUES } from '../shared/queue/storageQueue';
+import { controlPlane } from '../shared/runtime';
+
+const evaluationMessage = z.object({
+  cluster: z.string().min(1).max(63),
+  reason: z.enum(['deadline', 'policy-changed', 'resync']),
+  dueAt: z.iso.datetime({ offset: true }).optional(),
+});
+
+/**
+ * Re-evaluates one cluster's taints: immediately after a policy change, or at a window's deadline. The
+ * message becomes visible a little before the deadline; the rest is waited out here, so the taint lands
+ * within a few milliseconds of it. Idempotent: evaluation is a function of stored state and time.
+ */
+export async function taintEvaluation(message: unknown, ctx: InvocationContext): Promise<void> {
+  const parsed = evaluationMessage.safeParse(message);
+  if (!parsed.success) {
+    // A malformed message can never succeed: log and drop it rather than poison-looping.
+    ctx.error(`dropping malformed taint evaluation message: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    return;
+  }
+  const plane = controlPlane();
+  if (parsed.data.dueAt) {
+    const dueAt = new Date(parsed.data.dueAt);
+    const wait = dueAt.getTime() - plane.clock.now().getTime();
+    if (wait > (EVALUATION_LEAD_SECONDS + 3) * 1000) {
+      await scheduleEvaluation(plane, parsed.data.cluster, dueAt);
+      return;
+    }
+    if (wait > 0) await sleep(wait);
+  }
+  await evaluateCluster(plane, parsed.data.cluster);
+}
+
+app.storageQueue('taintEvaluation', { queueName: QUEUES.taintEvaluations, connection: 'AzureWebJobsStorage', handler: taintEvaluation });

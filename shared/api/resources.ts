@@ -1,0 +1,224 @@
+import { z } from 'zod';
+import { strictObject } from './errors';
+
+/**
+ * Zod schemas of the Karmada-shaped resources accepted at the edge. Unknown fields are rejected with the
+ * closest known name. Read-only metadata (uid, resourceVersion, ...) is accepted and ignored so that the
+ * output of GET can be applied again, as with kubectl.
+ */
+
+export const TAINT_EFFECTS = ['NoSchedule', 'PreferNoExecute', 'NoExecute'] as const;
+export type TaintEffect = (typeof TAINT_EFFECTS)[number];
+export const CONDITION_STATUSES = ['True', 'False', 'Unknown'] as const;
+export type ConditionStatus = (typeof CONDITION_STATUSES)[number];
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const QUALIFIED_NAME = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+const CONDITION_TYPE = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+
+export const clusterName = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(63, 'must be at most 63 characters')
+  .regex(DNS_LABEL, 'must be a DNS label: lower-case letters, digits and "-", starting and ending with a letter or digit');
+
+export const objectName = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(253, 'must be at most 253 characters')
+  .regex(DNS_SUBDOMAIN, 'must be a DNS subdomain: lower-case letters, digits, "-" and ".", starting and ending with a letter or digit');
+
+export const qualifiedName = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(316, 'must be at most 316 characters')
+  .regex(QUALIFIED_NAME, 'must be a qualified name such as "example.com/name" or "name"');
+
+export const labelValue = z.string().max(63, 'must be at most 63 characters').regex(LABEL_VALUE, 'must be a valid label value');
+
+export const conditionType = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(316, 'must be at most 316 characters')
+  .regex(CONDITION_TYPE, 'must be a condition type such as "Ready" or "example.com/DiskPressure"');
+
+const timestamp = z.iso.datetime({ offset: true, message: 'must be an RFC 3339 time such as 2025-01-17T02:36:26Z' });
+
+const labels = z.record(qualifiedName, labelValue);
+const annotations = z.record(qualifiedName, z.string().max(4096, 'must be at most 4096 characters'));
+
+/** Metadata of a cluster-scoped object. */
+export const metadataSchema = (name: z.ZodType<string>) =>
+  strictObject({
+    name,
+    labels: labels.optional(),
+    annotations: annotations.optional(),
+    // Read-only fields, accepted and ignored (they appear in GET output).
+    uid: z.string().optional(),
+    resourceVersion: z.string().optional(),
+    generation: z.number().optional(),
+    creationTimestamp: z.string().optional(),
+  });
+
+export const taintSchema = strictObject({
+  key: qualifiedName,
+  value: labelValue.optional(),
+  effect: z.enum(TAINT_EFFECTS),
+  timeAdded: timestamp.optional(),
+});
+export type TaintInput = z.infer<typeof taintSchema>;
+
+const requirementOperators = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
+const labelSelectorRequirement = strictObject({
+  key: qualifiedName,
+  operator: z.enum(requirementOperators),
+  values: z.array(labelValue).max(256).optional(),
+}).superRefine((req, ctx) => {
+  const count = req.values?.length ?? 0;
+  if ((req.operator === 'In' || req.operator === 'NotIn') && count === 0) {
+    ctx.addIssue({ code: 'custom', path: ['values'], message: `must not be empty when operator is ${req.operator}` });
+  }
+  if ((req.operator === 'Exists' || req.operator === 'DoesNotExist') && count > 0) {
+    ctx.addIssue({ code: 'custom', path: ['values'], message: `must be empty when operator is ${req.operator}` });
+  }
+});
+export type LabelSelectorRequirement = z.infer<typeof labelSelectorRequirement>;
+
+export const labelSelectorSchema = strictObject({
+  matchLabels: labels.optional(),
+  matchExpressions: z.array(labelSelectorRequirement).max(64).optional(),
+});
+export type LabelSelector = z.infer<typeof labelSelectorSchema>;
+
+const fieldSelectorRequirement = strictObject({
+  key: z.enum(['provider', 'region', 'zone']),
+  operator: z.enum(['In', 'NotIn']),
+  values: z.array(z.string().max(253)).min(1, 'must not be empty').max(256),
+});
+
+/** Karmada ClusterAffinity: names, exclusions, labels and the provider/region/zone field selector. */
+export const clusterAffinitySchema = strictObject({
+  clusterNames: z.array(clusterName).max(10000).optional(),
+  exclude: z.array(clusterName).max(10000).optional(),
+  labelSelector: labelSelectorSchema.optional(),
+  fieldSelector: strictObject({ matchExpressions: z.array(fieldSelectorRequirement).max(16) }).optional(),
+});
+export type ClusterAffinity = z.infer<typeof clusterAffinitySchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Cluster (cluster.karmada.io/v1alpha1)
+
+export const clusterSpecSchema = strictObject({
+  id: z.string().max(253).optional(),
+  syncMode: z.enum(['Push', 'Pull']).optional(),
+  apiEndpoint: z.string().max(2048).optional(),
+  secretRef: strictObject({ namespace: z.string().max(253), name: z.string().max(253) }).optional(),
+  impersonatorSecretRef: strictObject({ namespace: z.string().max(253), name: z.string().max(253) }).optional(),
+  insecureSkipTLSVerification: z.boolean().optional(),
+  proxyURL: z.string().max(2048).optional(),
+  provider: z.string().max(253).optional(),
+  region: z.string().max(253).optional(),
+  zone: z.string().max(253).optional(),
+  zones: z.array(z.string().max(253)).max(64).optional(),
+  taints: z.array(taintSchema).max(64).optional(),
+});
+export type ClusterSpecInput = z.infer<typeof clusterSpecSchema>;
+
+export const clusterSchema = strictObject({
+  apiVersion: z.literal('cluster.karmada.io/v1alpha1'),
+  kind: z.literal('Cluster'),
+  metadata: metadataSchema(clusterName),
+  spec: clusterSpecSchema.optional(),
+  // Status is owned by health reports; like the Kubernetes status subresource it is ignored on apply.
+  status: z.unknown().optional(),
+}).superRefine((cluster, ctx) => {
+  const seen = new Map<string, number>();
+  cluster.spec?.taints?.forEach((taint, index) => {
+    const id = `${taint.key}:${taint.effect}`;
+    const first = seen.get(id);
+    if (first !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['spec', 'taints', index], message: `duplicate taint ${id} (also at spec.taints[${first}]); taints are unique by key and effect` });
+    } else seen.set(id, index);
+  });
+});
+export type ClusterInput = z.infer<typeof clusterSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// ClusterTaintPolicy (policy.karmada.io/v1alpha1)
+
+const seconds = (fallback: number) =>
+  z.number().int('must be a whole number of seconds').min(1, 'must be at least 1').max(2_147_483_647, 'must fit in 32 bits').default(fallback);
+
+export const matchConditionSchema = strictObject({
+  conditionType,
+  operator: z.enum(['In', 'NotIn']),
+  statusValues: z.array(z.enum(CONDITION_STATUSES)).min(1, 'must list at least one status').max(3),
+});
+export type MatchCondition = z.infer<typeof matchConditionSchema>;
+
+export const taintToAddSchema = strictObject({
+  key: qualifiedName,
+  effect: z.enum(TAINT_EFFECTS),
+  value: labelValue.optional(),
+  addOnMatchSeconds: seconds(300),
+  removeOnMismatchSeconds: seconds(180),
+});
+export type TaintToAdd = z.infer<typeof taintToAddSchema>;
+
+export const clusterTaintPolicySpecSchema = strictObject({
+  targetCluster: clusterAffinitySchema.optional(),
+  matchConditions: z.array(matchConditionSchema).max(32).optional(),
+  taintsToAdd: z.array(taintToAddSchema).min(1, 'must list at least one taint').max(32),
+}).superRefine((spec, ctx) => {
+  const seen = new Map<string, number>();
+  spec.taintsToAdd.forEach((taint, index) => {
+    const id = `${taint.key}:${taint.effect}`;
+    const first = seen.get(id);
+    if (first !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['taintsToAdd', index], message: `duplicate taint ${id} (also at spec.taintsToAdd[${first}]); a policy lists each key and effect once` });
+    } else seen.set(id, index);
+  });
+});
+export type ClusterTaintPolicySpec = z.infer<typeof clusterTaintPolicySpecSchema>;
+
+export const clusterTaintPolicySchema = strictObject({
+  apiVersion: z.literal('policy.karmada.io/v1alpha1'),
+  kind: z.literal('ClusterTaintPolicy'),
+  metadata: metadataSchema(objectName),
+  spec: clusterTaintPolicySpecSchema,
+  status: z.unknown().optional(),
+});
+export type ClusterTaintPolicyInput = z.infer<typeof clusterTaintPolicySchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Health report: POST /api/clusters/{name}/status
+
+export const reportedConditionSchema = strictObject({
+  type: conditionType,
+  status: z.enum(CONDITION_STATUSES),
+  reason: z.string().max(1024, 'must be at most 1024 characters').optional(),
+  message: z.string().max(4096, 'must be at most 4096 characters').optional(),
+});
+
+export const statusReportSchema = strictObject({
+  conditions: z.array(reportedConditionSchema).min(1, 'must report at least one condition').max(32, 'must report at most 32 conditions'),
+  observedAt: timestamp.optional(),
+}).superRefine((report, ctx) => {
+  const seen = new Map<string, number>();
+  report.conditions.forEach((condition, index) => {
+    const first = seen.get(condition.type);
+    if (first !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['conditions', index, 'type'], message: `duplicate condition type "${condition.type}" (also at conditions[${first}])` });
+    } else seen.set(condition.type, index);
+  });
+});
+export type StatusReport = z.infer<typeof statusReportSchema>;
+
+/** The kinds POST /api/apply accepts, by kind name. */
+export const APPLY_KINDS = {
+  Cluster: clusterSchema,
+  ClusterTaintPolicy: clusterTaintPolicySchema,
+} as const;
+export type ApplyKind = keyof typeof APPLY_KINDS;

@@ -1,0 +1,78 @@
+import { z } from 'zod';
+
+/**
+ * Every app setting the code reads, with its default. The README's configuration table mirrors this list;
+ * a unit test keeps the two in step. Invalid values stop the app at start with a message naming the setting.
+ */
+const bool = (fallback: boolean) =>
+  z
+    .string()
+    .trim()
+    .toLowerCase()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value === '') return fallback;
+      if (['true', '1', 'yes'].includes(value)) return true;
+      if (['false', '0', 'no'].includes(value)) return false;
+      ctx.addIssue({ code: 'custom', message: `must be true or false, got "${value}"` });
+      return z.NEVER;
+    });
+
+const number = (fallback: number, check: (n: number) => string | undefined) =>
+  z
+    .string()
+    .trim()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value === '') return fallback;
+      const parsed = Number(value);
+      const problem = Number.isFinite(parsed) ? check(parsed) : 'must be a number';
+      if (problem) {
+        ctx.addIssue({ code: 'custom', message: `${problem}, got "${value}"` });
+        return z.NEVER;
+      }
+      return parsed;
+    });
+
+const positiveInteger = (n: number) => (Number.isInteger(n) && n >= 1 ? undefined : 'must be a whole number ≥ 1');
+
+export const settingsSchema = z.object({
+  AzureWebJobsStorage: z.string().optional(),
+  AUTO_REGISTER_CLUSTERS: bool(true),
+  CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: number(40, positiveInteger),
+  CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: number(60, positiveInteger),
+  MAX_REQUEST_BODY_BYTES: number(1_048_576, (n) => (Number.isInteger(n) && n >= 1024 && n <= 104_857_600 ? undefined : 'must be a whole number of bytes between 1024 and 104857600')),
+  EVENT_LIST_LIMIT: number(1000, (n) => (Number.isInteger(n) && n >= 1 && n <= 10000 ? undefined : 'must be a whole number between 1 and 10000')),
+});
+
+export interface AppConfig {
+  storageConnectionString: string | undefined;
+  autoRegisterClusters: boolean;
+  clusterMonitorGracePeriodSeconds: number;
+  clusterStartupGracePeriodSeconds: number;
+  maxRequestBodyBytes: number;
+  eventListLimit: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid app settings:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
+  const parsed = settingsSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`));
+  }
+  const s = parsed.data;
+  return {
+    storageConnectionString: s.AzureWebJobsStorage || undefined,
+    autoRegisterClusters: s.AUTO_REGISTER_CLUSTERS,
+    clusterMonitorGracePeriodSeconds: s.CLUSTER_MONITOR_GRACE_PERIOD_SECONDS,
+    clusterStartupGracePeriodSeconds: s.CLUSTER_STARTUP_GRACE_PERIOD_SECONDS,
+    maxRequestBodyBytes: s.MAX_REQUEST_BODY_BYTES,
+    eventListLimit: s.EVENT_LIST_LIMIT,
+  };
+}

@@ -1,0 +1,115 @@
+import { randomUUID } from 'node:crypto';
+import type { ClusterSpecInput, ClusterTaintPolicySpec } from '../api/resources';
+import type { ClusterFacts, ClusterTaint, Condition, PolicyWindow, TaintPolicy } from '../failover/model';
+
+/** A cluster as stored: one document, so conditions, taints and windows change together under one ETag. */
+export interface ClusterRecord {
+  name: string;
+  uid: string;
+  createdAt: string;
+  generation: number;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  spec: Omit<ClusterSpecInput, 'taints'>;
+  taints: ClusterTaint[];
+  conditions: Condition[];
+  /** Server time of the last health report: the heartbeat. */
+  lastReportAt?: string;
+  /** The newest `observedAt` applied; older reports are refused. */
+  lastObservedAt?: string;
+  registeredBy: 'apply' | 'report';
+  policyWindows: Record<string, PolicyWindow>;
+  /** The deadline a delayed evaluation message is already queued for. */
+  evaluationScheduledFor?: string;
+}
+
+export interface PolicyRecord {
+  name: string;
+  uid: string;
+  createdAt: string;
+  generation: number;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  spec: ClusterTaintPolicySpec;
+}
+
+export function newClusterRecord(name: string, now: Date, registeredBy: ClusterRecord['registeredBy']): ClusterRecord {
+  return {
+    name,
+    uid: randomUUID(),
+    createdAt: now.toISOString(),
+    generation: 1,
+    labels: {},
+    annotations: {},
+    spec: {},
+    taints: [],
+    conditions: [],
+    registeredBy,
+    policyWindows: {},
+  };
+}
+
+export function clusterFacts(record: ClusterRecord): ClusterFacts {
+  return {
+    name: record.name,
+    labels: record.labels,
+    provider: record.spec.provider,
+    region: record.spec.region,
+    zone: record.spec.zone,
+    conditions: record.conditions,
+    taints: record.taints,
+    policyWindows: record.policyWindows,
+  };
+}
+
+export function taintPolicy(record: PolicyRecord): TaintPolicy {
+  return {
+    name: record.name,
+    targetCluster: record.spec.targetCluster,
+    matchConditions: record.spec.matchConditions ?? [],
+    taintsToAdd: record.spec.taintsToAdd,
+  };
+}
+
+const CLUSTER_API_VERSION = 'cluster.karmada.io/v1alpha1';
+const POLICY_API_VERSION = 'policy.karmada.io/v1alpha1';
+
+const metadataView = (record: { name: string; uid: string; createdAt: string; generation: number; labels: Record<string, string>; annotations: Record<string, string> }, etag?: string) => ({
+  name: record.name,
+  uid: record.uid,
+  creationTimestamp: record.createdAt,
+  generation: record.generation,
+  ...(etag ? { resourceVersion: etag } : {}),
+  ...(Object.keys(record.labels).length > 0 ? { labels: record.labels } : {}),
+  ...(Object.keys(record.annotations).length > 0 ? { annotations: record.annotations } : {}),
+});
+
+/** The Karmada-shaped Cluster the API returns, plus what explains its taints. */
+export function clusterResource(record: ClusterRecord, etag?: string) {
+  return {
+    apiVersion: CLUSTER_API_VERSION,
+    kind: 'Cluster',
+    metadata: metadataView(record, etag),
+    spec: {
+      ...record.spec,
+      taints: record.taints.map((t) => ({ key: t.key, ...(t.value !== undefined ? { value: t.value } : {}), effect: t.effect, timeAdded: t.timeAdded })),
+    },
+    status: {
+      conditions: record.conditions,
+      ...(record.lastReportAt ? { lastHeartbeatTime: record.lastReportAt } : {}),
+      taintHolders: record.taints.map((t) => ({ key: t.key, effect: t.effect, policies: t.owners, manual: t.manual })),
+      policyWindows: Object.entries(record.policyWindows)
+        .map(([policy, w]) => ({ policy, matched: w.matched, since: w.since }))
+        .sort((a, b) => a.policy.localeCompare(b.policy)),
+    },
+  };
+}
+
+export function policyResource(record: PolicyRecord, etag?: string) {
+  return {
+    apiVersion: POLICY_API_VERSION,
+    kind: 'ClusterTaintPolicy',
+    metadata: metadataView(record, etag),
+    spec: record.spec,
+  };
+}

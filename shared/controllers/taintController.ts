@@ -1,0 +1,120 @@
+import { evaluateTaintPolicies, TaintChange } from '../failover/taintPolicy';
+import { mutate, write, keep, Mutation } from '../store/optimistic';
+import type { EventRecord, Versioned } from '../store/ports';
+import type { ControlPlane } from './deps';
+import { ClusterRecord, clusterFacts, PolicyRecord, taintPolicy } from './records';
+
+/**
+ * Seconds before a deadline at which a delayed evaluation message becomes visible. It covers the queue's
+ * one-second visibility granularity plus host.json's maxPollingInterval (1 s); the handler then waits out
+ * the remainder, so the taint lands at the deadline rather than up to two seconds after it.
+ */
+export const EVALUATION_LEAD_SECONDS = 2;
+
+export async function loadPolicies(plane: ControlPlane): Promise<PolicyRecord[]> {
+  return (await plane.policies.list()).map((entry) => entry.value);
+}
+
+export interface ClusterUpdate<R> {
+  record: ClusterRecord;
+  result: R;
+  events?: EventRecord[];
+}
+
+export interface ClusterUpdateOutcome<R> {
+  result: R;
+  record?: ClusterRecord;
+  etag?: string;
+  changes: TaintChange[];
+}
+
+/**
+ * The one way a cluster document changes: apply `change`, re-evaluate the taint policies on the result,
+ * write with the ETag (retrying from a fresh read on conflict), then record events and schedule the next
+ * deadline. `change` returning undefined leaves the cluster alone.
+ */
+export async function updateCluster<R>(
+  plane: ControlPlane,
+  name: string,
+  change: (current: ClusterRecord | undefined, now: Date) => ClusterUpdate<R> | { unchanged: R },
+  policies?: PolicyRecord[],
+): Promise<ClusterUpdateOutcome<R>> {
+  const taintPolicies = (policies ?? (await loadPolicies(plane))).map(taintPolicy);
+  let schedule: Date | undefined;
+  const outcome = await mutate<ClusterRecord, { value: R; record?: ClusterRecord; changes: TaintChange[]; events: EventRecord[] }>(
+    plane.clusters,
+    name,
+    (current: Versioned<ClusterRecord> | undefined): Mutation<ClusterRecord, { value: R; record?: ClusterRecord; changes: TaintChange[]; events: EventRecord[] }> => {
+      const now = plane.clock.now();
+      const proposed = change(current ? structuredClone(current.value) : undefined, now);
+      if ('unchanged' in proposed) return keep({ value: proposed.unchanged, record: current?.value, changes: [], events: [] });
+      const next = proposed.record;
+      const evaluation = evaluateTaintPolicies(clusterFacts(next), taintPolicies, now);
+      next.taints = evaluation.taints;
+      next.policyWindows = evaluation.policyWindows;
+      schedule = undefined;
+      const scheduled = next.evaluationScheduledFor ? new Date(next.evaluationScheduledFor) : undefined;
+      if (evaluation.nextDeadline && (!scheduled || scheduled.getTime() <= now.getTime() || scheduled.getTime() > evaluation.nextDeadline.getTime())) {
+        next.evaluationScheduledFor = evaluation.nextDeadline.toISOString();
+        schedule = evaluation.nextDeadline;
+      }
+      const events = [...(proposed.events ?? []), ...evaluation.changes.map((c) => taintEvent(next.name, c, now))];
+      const result = { value: proposed.result, record: next, changes: evaluation.changes, events };
+      if (current && JSON.stringify(current.value) === JSON.stringify(next)) return keep(result);
+      return write(next, result);
+    },
+  );
+  const { value, record, changes, events } = outcome.result;
+  if (events.length > 0) await plane.events.append(events);
+  for (const c of changes) {
+    plane.log.info(`taint ${c.action}`, { cluster: name, taint: `${c.taint.key}:${c.taint.effect}`, policy: c.policy, reason: c.reason });
+  }
+  if (schedule) await scheduleEvaluation(plane, name, schedule);
+  return { result: value, record, etag: outcome.etag, changes };
+}
+
+export async function scheduleEvaluation(plane: ControlPlane, cluster: string, dueAt: Date): Promise<void> {
+  const seconds = (dueAt.getTime() - plane.clock.now().getTime()) / 1000 - EVALUATION_LEAD_SECONDS;
+  await plane.evaluations.send({ cluster, reason: 'deadline', dueAt: dueAt.toISOString() }, { delaySeconds: Math.max(0, Math.floor(seconds)) });
+}
+
+function taintEvent(cluster: string, change: TaintChange, now: Date): EventRecord {
+  const taint = `${change.taint.key}${change.taint.value ? `=${change.taint.value}` : ''}:${change.taint.effect}`;
+  const conditions = change.conditions.map((c) => `${c.type}=${c.status}`).join(', ') || 'none';
+  return {
+    time: now.toISOString(),
+    kind: 'Cluster',
+    name: cluster,
+    type: change.action === 'added' ? 'Warning' : 'Normal',
+    reason: change.action === 'added' ? 'TaintAdded' : 'TaintRemoved',
+    message: `${change.action === 'added' ? 'added' : 'removed'} taint ${taint} (policy ${change.policy || 'none'}: ${change.reason}; conditions: ${conditions})`,
+    details: { taint: change.taint, policy: change.policy, reason: change.reason, conditions: change.conditions },
+  };
+}
+
+/** Re-evaluates one cluster (deadline, policy change, resync). A missing cluster is nothing to do. */
+export async function evaluateCluster(plane: ControlPlane, name: string, policies?: PolicyRecord[]): Promise<TaintChange[]> {
+  const outcome = await updateCluster(
+    plane,
+    name,
+    (current) => (current ? { record: current, result: undefined } : { unchanged: undefined }),
+    policies,
+  );
+  return outcome.changes;
+}
+
+/** The safety net behind the deadline messages: evaluates every cluster against the current policies. */
+export async function resyncAllClusters(plane: ControlPlane): Promise<{ clusters: number; changes: number }> {
+  const policies = await loadPolicies(plane);
+  const clusters = await plane.clusters.list();
+  let changes = 0;
+  for (const entry of clusters) changes += (await evaluateCluster(plane, entry.id, policies)).length;
+  return { clusters: clusters.length, changes };
+}
+
+/** Queues an immediate re-evaluation of every cluster (after a policy is applied or deleted). */
+export async function fanOutEvaluations(plane: ControlPlane): Promise<number> {
+  const clusters = await plane.clusters.list();
+  await Promise.all(clusters.map((entry) => plane.evaluations.send({ cluster: entry.id, reason: 'policy-changed' })));
+  return clusters.length;
+}

@@ -1,0 +1,78 @@
+import type { Condition, ConditionStatus, MatchCondition } from './model';
+
+/**
+ * ANDed match conditions (seed 000). An absent condition type matches neither In nor NotIn.
+ * An empty list matches: the seed says "If empty, the TaintsToAdd will be added".
+ */
+export function matchesConditions(matchConditions: readonly MatchCondition[], conditions: readonly Condition[]): boolean {
+  return matchConditions.every((match) => matchesCondition(match, conditions));
+}
+
+export function matchesCondition(match: MatchCondition, conditions: readonly Condition[]): boolean {
+  const condition = conditions.find((c) => c.type === match.conditionType);
+  if (!condition) return false;
+  const listed = match.statusValues.includes(condition.status);
+  return match.operator === 'In' ? listed : !listed;
+}
+
+export interface ReportedCondition {
+  type: string;
+  status: ConditionStatus;
+  reason?: string;
+  message?: string;
+}
+
+/**
+ * Merges reported conditions into the stored ones. `lastTransitionTime` moves only when a condition's
+ * status changes; reason and message always take the reported value. Conditions not named in the report
+ * keep their value, so several sources (our reporter, Alertmanager, Azure Monitor) can each own some.
+ */
+export function mergeConditions(
+  existing: readonly Condition[],
+  reported: readonly ReportedCondition[],
+  observedAt: string,
+): { conditions: Condition[]; transitioned: string[] } {
+  const byType = new Map(existing.map((c) => [c.type, c]));
+  const transitioned: string[] = [];
+  for (const report of reported) {
+    const previous = byType.get(report.type);
+    const statusChanged = !previous || previous.status !== report.status;
+    if (statusChanged) transitioned.push(report.type);
+    byType.set(report.type, {
+      type: report.type,
+      status: report.status,
+      ...(report.reason !== undefined ? { reason: report.reason } : {}),
+      ...(report.message !== undefined ? { message: report.message } : {}),
+      lastTransitionTime: statusChanged ? observedAt : previous.lastTransitionTime,
+    });
+  }
+  return { conditions: [...byType.values()].sort((a, b) => a.type.localeCompare(b.type)), transitioned };
+}
+
+export const CLUSTER_STATUS_UNKNOWN_REASON = 'ClusterStatusUnknown';
+
+export interface HeartbeatInput {
+  /** When the cluster last reported (server receipt time), if ever. */
+  lastReportAt?: string;
+  /** When the cluster was registered: the start of the startup grace period. */
+  registeredAt: string;
+  readyCondition?: Condition;
+}
+
+/**
+ * The cluster monitor's decision (seed 001): a cluster not heard from within the grace period (or the
+ * startup grace period, if it never reported) gets Ready=Unknown. Returns the deadline either way so the
+ * caller can tell how long is left.
+ */
+export function heartbeatVerdict(
+  input: HeartbeatInput,
+  now: Date,
+  gracePeriodSeconds: number,
+  startupGracePeriodSeconds: number,
+): { expired: boolean; alreadyUnknown: boolean; deadline: Date; silentSince: string } {
+  const silentSince = input.lastReportAt ?? input.registeredAt;
+  const grace = input.lastReportAt ? gracePeriodSeconds : startupGracePeriodSeconds;
+  const deadline = new Date(new Date(silentSince).getTime() + grace * 1000);
+  const alreadyUnknown = input.readyCondition?.status === 'Unknown' && input.readyCondition.reason === CLUSTER_STATUS_UNKNOWN_REASON;
+  return { expired: now.getTime() >= deadline.getTime(), alreadyUnknown, deadline, silentSince };
+}

@@ -1,0 +1,47 @@
+import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
+import { ApiError } from '../api/errors';
+import { bodyFormat, parseDocuments, readBodyText } from '../api/decode';
+import { ConfigError } from '../config';
+import { errorFields } from '../telemetry/log';
+
+export const ALL_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
+
+export type HttpHandler = (req: HttpRequest, ctx: InvocationContext) => Promise<HttpResponseInit>;
+
+export const json = (status: number, body: unknown, headers: Record<string, string> = {}): HttpResponseInit => ({
+  status,
+  jsonBody: body,
+  headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+});
+
+/** Throws 405 (with Allow) unless the request's method is one the route serves. */
+export function allowMethods(req: HttpRequest, allowed: readonly string[]): void {
+  if (!allowed.includes(req.method.toUpperCase())) {
+    throw new ApiError(405, `method ${req.method} is not allowed here; allowed: ${allowed.join(', ')}`, [], { allow: allowed.join(', ') });
+  }
+}
+
+/** Reads and parses the body as JSON or YAML documents, with the size limit and content-type check. */
+export async function readDocuments(req: HttpRequest, maxBytes: number): Promise<unknown[]> {
+  const format = bodyFormat(req.headers.get('content-type'));
+  return parseDocuments(await readBodyText(req, maxBytes), format);
+}
+
+/** Maps errors to JSON bodies: ApiError keeps its status; anything else is a 500 without internals. */
+export function httpFunction(handler: HttpHandler): HttpHandler {
+  return async (req, ctx) => {
+    try {
+      return await handler(req, ctx);
+    } catch (error) {
+      if (error instanceof ApiError) {
+        return json(error.status, { error: error.message, ...(error.errors.length > 0 ? { errors: error.errors } : {}) }, error.headers);
+      }
+      if (error instanceof ConfigError) {
+        ctx.error('configuration error', error.message);
+        return json(503, { error: 'the app is misconfigured; see the host log' });
+      }
+      ctx.error('unhandled error', JSON.stringify(errorFields(error)));
+      return json(500, { error: 'internal error' });
+    }
+  };
+}

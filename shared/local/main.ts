@@ -1,0 +1,114 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { installFunctionsCore, registeredFunctions, triggerOf } from './functionsCore';
+import { startAzurite, EmbeddedAzurite } from './azurite';
+import { LocalFunctionsHost } from './host';
+import { readHostSettings } from './hostJson';
+import { ConfigError, loadConfig } from '../config';
+import { QUEUES } from '../queue/storageQueue';
+import { storageFromConnectionString } from '../store/connection';
+import { ensureTables, TABLES, TableLeaseStore } from '../store/tableStorage';
+import { errorFields, jsonLogger } from '../telemetry/log';
+
+/**
+ * `npm start`: the project's own Functions host. Uses AzureWebJobsStorage when set (so several hosts can
+ * share one Azurite or a real account), otherwise starts Azurite in this process (in memory, or on disk
+ * under AZURITE_LOCATION).
+ */
+
+function projectRoot(): string {
+  let dir = __dirname;
+  while (!existsSync(join(dir, 'host.json'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('host.json not found above ' + __dirname);
+    dir = parent;
+  }
+  return dir;
+}
+
+const PORT_PATTERN = /^\d{1,5}$/;
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const log = jsonLogger();
+  installFunctionsCore();
+  let config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const portSetting = process.env.PORT ?? '7071';
+  if (!PORT_PATTERN.test(portSetting) || Number(portSetting) > 65535) {
+    process.stderr.write(`Invalid app settings:\n  - PORT: must be a port number 0-65535, got "${portSetting}"\n`);
+    process.exit(1);
+  }
+  const root = projectRoot();
+  const settings = readHostSettings(join(root, 'host.json'));
+
+  let azurite: EmbeddedAzurite | undefined;
+  let storageLabel = 'AzureWebJobsStorage';
+  if (!config.storageConnectionString) {
+    azurite = await startAzurite({ location: process.env.AZURITE_LOCATION || undefined });
+    process.env.AzureWebJobsStorage = azurite.connectionString;
+    storageLabel = process.env.AZURITE_LOCATION ? `embedded Azurite on disk at ${process.env.AZURITE_LOCATION}` : 'embedded Azurite in memory';
+  }
+  const storage = storageFromConnectionString(process.env.AzureWebJobsStorage!);
+
+  // Load the app: every import in functions/index registers one function through @azure/functions.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  require(join(__dirname, '..', '..', 'functions', 'index'));
+  const functions = registeredFunctions();
+
+  const queueNames = new Set<string>(Object.values(QUEUES));
+  for (const fn of functions) if (triggerOf(fn).type === 'queueTrigger') queueNames.add(String(triggerOf(fn).queueName));
+  await ensureTables(storage.tableService());
+  await Promise.all([...queueNames].flatMap((name) => [storage.queue(name).createIfNotExists(), storage.queue(`${name}-poison`).createIfNotExists()]));
+
+  const host = new LocalFunctionsHost({
+    functions,
+    settings,
+    queue: (name) => storage.queue(name),
+    leases: new TableLeaseStore(storage.table(TABLES.leases)),
+    log,
+    port: Number(portSetting),
+  });
+  await host.start();
+  log.info('host started', {
+    url: host.url,
+    hostId: host.id,
+    storage: storageLabel,
+    startupMs: Math.round(performance.now() - started),
+    functions: functions.map((fn) => `${fn.name}:${triggerOf(fn).type}`),
+  });
+  if (azurite) {
+    log.info('embedded Azurite endpoints', { queueEndpoint: azurite.queueEndpoint, tableEndpoint: azurite.tableEndpoint });
+  }
+
+  let shuttingDown = false;
+  const shutdown = async (signal: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    log.info('host stopping', { signal });
+    try {
+      await host.stop();
+      await azurite?.close();
+      log.info('host stopped', { signal });
+      process.exit(0);
+    } catch (error) {
+      log.error('host stop failed', errorFields(error));
+      process.exit(1);
+    }
+  };
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+}
+
+main().catch((error) => {
+  process.stderr.write(`host failed to start: ${(error as Error)?.stack ?? error}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,30 @@
+import { QueueClient } from '@azure/storage-queue';
+import { encodeMessage } from './encoding';
+
+/** Queue names this app uses. The poison queues are `<name>-poison`. */
+export const QUEUES = {
+  taintEvaluations: 'taint-evaluations',
+} as const;
+
+// Azure Storage allows at most 7 days of initial invisibility.
+const MAX_DELAY_SECONDS = 604_800;
+
+export interface SendOptions {
+  /** Seconds before the message becomes visible (whole seconds; the service's granularity). */
+  delaySeconds?: number;
+}
+
+/** Port: a durable queue of JSON messages. */
+export interface MessageQueue<T> {
+  send(message: T, options?: SendOptions): Promise<void>;
+}
+
+/** Adapter: an Azure Storage queue, base64 JSON messages, visibility delays for scheduling. */
+export class StorageMessageQueue<T> implements MessageQueue<T> {
+  constructor(private readonly client: QueueClient) {}
+
+  async send(message: T, options: SendOptions = {}): Promise<void> {
+    const delay = Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.floor(options.delaySeconds ?? 0)));
+    await this.client.sendMessage(encodeMessage(message), { visibilityTimeout: delay, messageTimeToLive: -1 });
+  }
+}

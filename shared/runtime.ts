@@ -1,0 +1,38 @@
+import { systemClock } from './clock';
+import { AppConfig, loadConfig } from './config';
+import type { ControlPlane, TaintEvaluationMessage } from './controllers/deps';
+import type { ClusterRecord, PolicyRecord } from './controllers/records';
+import { QUEUES, StorageMessageQueue } from './queue/storageQueue';
+import { StorageClients, storageFromConnectionString } from './store/connection';
+import { TABLES, TableDocumentStore, TableEventLog } from './store/tableStorage';
+import { jsonLogger } from './telemetry/log';
+
+/**
+ * The app's wiring, built once per process from the app settings. Functions call `controlPlane()`;
+ * tests build their own with `createControlPlane` on an Azurite of their own.
+ */
+let cached: ControlPlane | undefined;
+
+export function createControlPlane(storage: StorageClients, config: AppConfig, overrides: Partial<ControlPlane> = {}): ControlPlane {
+  return {
+    clusters: new TableDocumentStore<ClusterRecord>(storage.table(TABLES.clusters), 'cluster'),
+    policies: new TableDocumentStore<PolicyRecord>(storage.table(TABLES.policies), 'policy'),
+    events: new TableEventLog(storage.table(TABLES.events)),
+    evaluations: new StorageMessageQueue<TaintEvaluationMessage>(storage.queue(QUEUES.taintEvaluations)),
+    clock: systemClock,
+    config,
+    log: jsonLogger(),
+    ...overrides,
+  };
+}
+
+export function controlPlane(): ControlPlane {
+  if (!cached) {
+    const config = loadConfig();
+    if (!config.storageConnectionString) {
+      throw new Error('AzureWebJobsStorage is not set: the app needs a storage account (npm start provides Azurite)');
+    }
+    cached = createControlPlane(storageFromConnectionString(config.storageConnectionString), config);
+  }
+  return cached;
+}

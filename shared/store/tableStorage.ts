@@ -1,0 +1,213 @@
+import { RestError, TableClient, TableServiceClient, TableTransaction, odata } from '@azure/data-tables';
+import { ConcurrencyError, DocumentStore, EventLog, EventQuery, EventRecord, LeaseStore, Versioned } from './ports';
+
+/** Table names this app uses. Created at start by the local host and by the deployment templates. */
+export const TABLES = {
+  clusters: 'clusters',
+  policies: 'clustertaintpolicies',
+  events: 'events',
+  leases: 'leases',
+} as const;
+
+// A string property holds at most 32 Ki UTF-16 units; documents are split into chunks below that.
+const CHUNK = 30_000;
+const MAX_CHUNKS = 30;
+
+function statusOf(error: unknown): number | undefined {
+  return error instanceof RestError ? error.statusCode : (error as { statusCode?: number })?.statusCode;
+}
+
+/** JSON documents in one partition of a table; large documents are split over several properties. */
+export class TableDocumentStore<T> implements DocumentStore<T> {
+  constructor(
+    private readonly client: TableClient,
+    private readonly partition: string,
+  ) {}
+
+  private encode(id: string, value: T): Record<string, unknown> {
+    const json = JSON.stringify(value);
+    const chunks = Math.max(1, Math.ceil(json.length / CHUNK));
+    if (chunks > MAX_CHUNKS) throw new Error(`document ${id} is too large to store (${json.length} characters)`);
+    const entity: Record<string, unknown> = { partitionKey: this.partition, rowKey: id, chunks };
+    for (let i = 0; i < chunks; i++) entity[`doc${i}`] = json.slice(i * CHUNK, (i + 1) * CHUNK);
+    return entity;
+  }
+
+  private decode(entity: Record<string, unknown>): T {
+    const chunks = Number(entity.chunks ?? 1);
+    let json = '';
+    for (let i = 0; i < chunks; i++) json += String(entity[`doc${i}`] ?? '');
+    return JSON.parse(json) as T;
+  }
+
+  async get(id: string): Promise<Versioned<T> | undefined> {
+    try {
+      const entity = await this.client.getEntity<Record<string, unknown>>(this.partition, id);
+      return { value: this.decode(entity), etag: String(entity.etag) };
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async list(): Promise<Array<Versioned<T> & { id: string }>> {
+    const out: Array<Versioned<T> & { id: string }> = [];
+    const entities = this.client.listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq ${this.partition}` } });
+    for await (const entity of entities) out.push({ id: String(entity.rowKey), value: this.decode(entity), etag: String(entity.etag) });
+    return out;
+  }
+
+  async create(id: string, value: T): Promise<string> {
+    try {
+      const response = await this.client.createEntity(this.encode(id, value) as never);
+      return String(response.etag);
+    } catch (error) {
+      if (statusOf(error) === 409) throw new ConcurrencyError(`${id} already exists`);
+      throw error;
+    }
+  }
+
+  async replace(id: string, value: T, etag: string): Promise<string> {
+    try {
+      const response = await this.client.updateEntity(this.encode(id, value) as never, 'Replace', { etag });
+      return String(response.etag);
+    } catch (error) {
+      const status = statusOf(error);
+      if (status === 412 || status === 404) throw new ConcurrencyError(`${id} changed since it was read`);
+      throw error;
+    }
+  }
+
+  async delete(id: string, etag?: string): Promise<boolean> {
+    try {
+      await this.client.deleteEntity(this.partition, id, etag ? { etag } : undefined);
+      return true;
+    } catch (error) {
+      const status = statusOf(error);
+      if (status === 404) {
+        if (etag) throw new ConcurrencyError(`${id} was deleted since it was read`);
+        return false;
+      }
+      if (status === 412) throw new ConcurrencyError(`${id} changed since it was read`);
+      throw error;
+    }
+  }
+}
+
+/**
+ * Events in one table: partition `<kind>_<name>`, row key `<time>-<sequence>`, so one object's history is
+ * one partition range query and a kind is one partition-key range.
+ */
+export class TableEventLog implements EventLog {
+  private sequence = 0;
+  constructor(private readonly client: TableClient) {}
+
+  async append(events: EventRecord[]): Promise<void> {
+    const byPartition = new Map<string, Record<string, unknown>[]>();
+    for (const event of events) {
+      const partitionKey = `${event.kind}_${event.name}`;
+      const rowKey = `${event.time}-${process.pid.toString(36)}-${(this.sequence++).toString(36).padStart(6, '0')}-${Math.random().toString(36).slice(2, 8)}`;
+      const entity = {
+        partitionKey,
+        rowKey,
+        time: event.time,
+        kind: event.kind,
+        name: event.name,
+        type: event.type,
+        reason: event.reason,
+        message: event.message.slice(0, 4000),
+        details: event.details ? JSON.stringify(event.details).slice(0, 30_000) : '',
+      };
+      byPartition.set(partitionKey, [...(byPartition.get(partitionKey) ?? []), entity]);
+    }
+    await Promise.all(
+      [...byPartition.values()].map(async (entities) => {
+        for (let i = 0; i < entities.length; i += 100) {
+          const transaction = new TableTransaction();
+          for (const entity of entities.slice(i, i + 100)) transaction.createEntity(entity as never);
+          await this.client.submitTransaction(transaction.actions);
+        }
+      }),
+    );
+  }
+
+  async list(query: EventQuery): Promise<EventRecord[]> {
+    const clauses: string[] = [];
+    if (query.kind && query.name) clauses.push(odata`PartitionKey eq ${`${query.kind}_${query.name}`}`);
+    else if (query.kind) clauses.push(odata`PartitionKey ge ${`${query.kind}_`} and PartitionKey lt ${`${query.kind}\``}`);
+    else if (query.name) clauses.push(odata`name eq ${query.name}`);
+    if (query.since) clauses.push(odata`time ge ${query.since}`);
+    const filter = clauses.length > 0 ? clauses.join(' and ') : undefined;
+    const rows: Array<{ rowKey: string; event: EventRecord }> = [];
+    const entities = this.client.listEntities<Record<string, unknown>>({ queryOptions: filter ? { filter } : {} });
+    for await (const entity of entities) {
+      rows.push({
+        rowKey: String(entity.rowKey),
+        event: {
+          time: String(entity.time),
+          kind: String(entity.kind),
+          name: String(entity.name),
+          type: entity.type === 'Warning' ? 'Warning' : 'Normal',
+          reason: String(entity.reason),
+          message: String(entity.message),
+          ...(entity.details ? { details: JSON.parse(String(entity.details)) as Record<string, unknown> } : {}),
+        },
+      });
+    }
+    // Row keys start with the time, so they order events by time and then by write order.
+    rows.sort((a, b) => (a.event.time < b.event.time ? -1 : a.event.time > b.event.time ? 1 : a.rowKey < b.rowKey ? -1 : 1));
+    return rows.slice(Math.max(0, rows.length - query.limit)).map((row) => row.event);
+  }
+}
+
+/** Leases as rows: whoever writes the row with the current ETag holds it until `expiresAt`. */
+export class TableLeaseStore implements LeaseStore {
+  constructor(
+    private readonly client: TableClient,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async acquire(name: string, owner: string, ttlMs: number): Promise<boolean> {
+    const expiresAt = new Date(this.now().getTime() + ttlMs).toISOString();
+    try {
+      const current = await this.client.getEntity<{ owner: string; expiresAt: string }>('lease', name);
+      const free = current.owner === owner || new Date(current.expiresAt).getTime() <= this.now().getTime();
+      if (!free) return false;
+      await this.client.updateEntity({ partitionKey: 'lease', rowKey: name, owner, expiresAt }, 'Replace', { etag: current.etag });
+      return true;
+    } catch (error) {
+      const status = statusOf(error);
+      if (status === 412) return false;
+      if (status !== 404) throw error;
+    }
+    try {
+      await this.client.createEntity({ partitionKey: 'lease', rowKey: name, owner, expiresAt });
+      return true;
+    } catch (error) {
+      if (statusOf(error) === 409) return false;
+      throw error;
+    }
+  }
+
+  async release(name: string, owner: string): Promise<void> {
+    try {
+      const current = await this.client.getEntity<{ owner: string }>('lease', name);
+      if (current.owner === owner) await this.client.deleteEntity('lease', name, { etag: current.etag });
+    } catch (error) {
+      const status = statusOf(error);
+      if (status !== 404 && status !== 412) throw error;
+    }
+  }
+}
+
+export async function ensureTables(service: TableServiceClient): Promise<void> {
+  await Promise.all(
+    Object.values(TABLES).map(async (table) => {
+      try {
+        await service.createTable(table);
+      } catch (error) {
+        if (statusOf(error) !== 409) throw error;
+      }
+    }),
+  );
+}
