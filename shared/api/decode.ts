@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseAllDocuments } from 'yaml';
+import { LineCounter, parseAllDocuments } from 'yaml';
 import { ApiError, FieldError, badRequest, toFieldErrors } from './errors';
 import { closestName } from './suggest';
 import { APPLY_KINDS, ApplyKind, ClusterInput, ClusterTaintPolicyInput } from './resources';
@@ -50,12 +50,14 @@ export function parseDocuments(text: string, format: BodyFormat): unknown[] {
       throw badRequest([{ path: '', message: `body is not valid JSON: ${(error as Error).message}` }], 'body is not valid JSON');
     }
   } else {
-    const parsed = parseAllDocuments(text, { prettyErrors: false, uniqueKeys: true });
+    const lines = new LineCounter();
+    const parsed = parseAllDocuments(text, { prettyErrors: false, uniqueKeys: true, lineCounter: lines });
     const list = Array.isArray(parsed) ? parsed : [parsed];
     const errors: FieldError[] = [];
     list.forEach((doc, index) => {
       for (const error of doc.errors) {
-        const where = error.linePos?.[0] ? ` at line ${error.linePos[0].line}, column ${error.linePos[0].col}` : '';
+        const position = lines.linePos(error.pos[0]);
+        const where = ` at line ${position.line}, column ${position.col}`;
         errors.push({ path: '', document: index, message: `body is not valid YAML${where}: ${error.message.split('\n')[0]}` });
       }
     });

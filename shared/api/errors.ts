@@ -72,7 +72,9 @@ export function toFieldErrors(error: z.ZodError, prefix: ReadonlyArray<PropertyK
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'invalid_type') {
-    return issue.input === undefined ? `required field is missing (expected ${issue.expected})` : `expected ${issue.expected}`;
+    if (issue.input === undefined) return `required field is missing (expected ${issue.expected})`;
+    // Integer checks report as invalid_type "int" and carry the schema's own message.
+    return issue.expected === 'int' ? issue.message : `expected ${issue.expected}`;
   }
   if (issue.code === 'invalid_value') {
     return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;

@@ -1,0 +1,83 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '..', '..');
+
+export interface HostProcess {
+  url: string;
+  child: ChildProcess;
+  output: () => string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `shared/local/main.ts` (what `npm start` runs) as a child process and waits until it serves. */
+export async function startHostProcess(env: Record<string, string> = {}): Promise<HostProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'shared', 'local', 'main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`host did not start in 20 s:\n${output}`)), 20_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      for (const line of output.split('\n')) {
+        if (!line.includes('"host started"')) continue;
+        try {
+          clearTimeout(timer);
+          resolve(JSON.parse(line).url);
+        } catch {
+          // partial line; wait for more
+        }
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`host exited with ${code} before starting:\n${output}`));
+    });
+  });
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return {
+    url,
+    child,
+    output: () => output,
+    stop(signal: NodeJS.Signals = 'SIGTERM') {
+      return new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve(child.exitCode);
+        child.once('exit', (code) => resolve(code));
+        child.kill(signal);
+      });
+    },
+  };
+}
+
+export async function api(base: string, method: string, path: string, body?: unknown, contentType = 'application/json') {
+  const init: RequestInit = { method, headers: {} };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    (init.headers as Record<string, string>)['content-type'] = contentType;
+  }
+  const res = await fetch(`${base}/api/${path}`, init);
+  const text = await res.text();
+  let json: any;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = text;
+  }
+  return { status: res.status, body: json, headers: res.headers };
+}
+
+/** Polls `check` every `everyMs` until it returns a value, or throws after `timeoutMs`. */
+export async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMs: number, everyMs = 20): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

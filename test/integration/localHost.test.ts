@@ -1,0 +1,194 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installFunctionsCore, registeredFunctions, triggerOf, RegisteredFunction } from '../../shared/local/functionsCore';
+installFunctionsCore();
+import { app, InvocationContext } from '@azure/functions';
+import { LocalFunctionsHost } from '../../shared/local/host';
+import type { HostSettings } from '../../shared/local/hostJson';
+import { encodeMessage } from '../../shared/queue/encoding';
+import { TableLeaseStore, TABLES } from '../../shared/store/tableStorage';
+import { silentLogger } from '../../shared/telemetry/log';
+import { startTestStorage, TestStorage } from '../helpers/azurite';
+
+const settings: HostSettings = {
+  routePrefix: 'api',
+  functionTimeoutMs: 10_000,
+  queues: { batchSize: 4, newBatchThreshold: 2, maxPollingIntervalMs: 200, visibilityTimeoutMs: 0, maxDequeueCount: 3, messageEncoding: 'base64' },
+};
+
+// Registered through the real @azure/functions `app.*` API, exactly as functions/ does.
+const received: Array<{ message: unknown; dequeueCount: unknown }> = [];
+let failures = 0;
+let running = 0;
+let peak = 0;
+const timerRuns: Array<{ at: number }> = [];
+app.storageQueue('echoQueue', {
+  queueName: 'echo',
+  connection: 'AzureWebJobsStorage',
+  handler: async (message: unknown, ctx: InvocationContext) => {
+    received.push({ message, dequeueCount: ctx.triggerMetadata?.dequeueCount });
+  },
+});
+app.storageQueue('failingQueue', {
+  queueName: 'failing',
+  connection: 'AzureWebJobsStorage',
+  handler: async () => {
+    failures++;
+    throw new Error('always fails');
+  },
+});
+app.storageQueue('slowQueue', {
+  queueName: 'slow',
+  connection: 'AzureWebJobsStorage',
+  handler: async () => {
+    running++;
+    peak = Math.max(peak, running);
+    await new Promise((r) => setTimeout(r, 150));
+    running--;
+  },
+});
+app.http('things', {
+  methods: ['GET', 'POST'],
+  route: 'things/{id}/parts/{part?}',
+  handler: async (req) => ({ jsonBody: { id: req.params.id, part: req.params.part ?? null, q: req.query.get('q'), body: req.method === 'POST' ? await req.json() : null } }),
+});
+app.http('slowHttp', {
+  methods: ['GET'],
+  route: 'slow',
+  handler: async () => {
+    await new Promise((r) => setTimeout(r, 500));
+    return { status: 200, body: 'done' };
+  },
+});
+
+const testFunctions = (...names: string[]): RegisteredFunction[] => registeredFunctions().filter((f) => names.includes(f.name));
+
+let env: TestStorage;
+beforeAll(async () => {
+  env = await startTestStorage(['echo', 'failing', 'slow']);
+});
+afterAll(async () => env.close());
+
+function newHost(functions: RegisteredFunction[], overrides: Partial<HostSettings> = {}) {
+  return new LocalFunctionsHost({
+    functions,
+    settings: { ...settings, ...overrides },
+    queue: (name) => env.storage.queue(name),
+    leases: new TableLeaseStore(env.storage.table(TABLES.leases)),
+    log: silentLogger,
+    port: 0,
+  });
+}
+
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
+  const end = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+const depth = async (queue: string) => (await env.storage.queue(queue).getProperties()).approximateMessagesCount ?? 0;
+
+describe('the app registrations', () => {
+  it('are captured from the real @azure/functions API, with their bindings', async () => {
+    await import('../../functions/index');
+    const byName = Object.fromEntries(registeredFunctions().map((f) => [f.name, triggerOf(f)]));
+    expect(byName.apply).toMatchObject({ type: 'httpTrigger', route: 'apply' });
+    expect(byName.clusterStatus).toMatchObject({ type: 'httpTrigger', route: 'clusters/{name}/status' });
+    expect(byName.clusterMonitor).toMatchObject({ type: 'timerTrigger', schedule: '*/5 * * * * *' });
+    expect(byName.taintEvaluation).toMatchObject({ type: 'queueTrigger', queueName: 'taint-evaluations', connection: 'AzureWebJobsStorage' });
+  });
+});
+
+describe('queue triggers', () => {
+  it('decode base64 JSON, pass dequeueCount, and delete the message on success', async () => {
+    const host = newHost(testFunctions('echoQueue'));
+    await host.start();
+    await env.storage.queue('echo').sendMessage(encodeMessage({ cluster: 'member1', n: 1 }));
+    await until(() => received.length === 1);
+    await host.stop();
+    expect(received[0]).toEqual({ message: { cluster: 'member1', n: 1 }, dequeueCount: 1 });
+    expect(await depth('echo')).toBe(0);
+  });
+
+  it('send a message that is not base64 straight to <queue>-poison without invoking the function', async () => {
+    const before = received.length;
+    const host = newHost(testFunctions('echoQueue'));
+    await host.start();
+    await env.storage.queue('echo').sendMessage('{"raw":"json"}');
+    await until(async () => (await depth('echo-poison')) === 1);
+    await host.stop();
+    expect(received.length).toBe(before);
+    const poisoned = await env.storage.queue('echo-poison').receiveMessages();
+    expect(poisoned.receivedMessageItems[0].messageText).toBe('{"raw":"json"}');
+  });
+
+  it('retry a failing message maxDequeueCount times, then move it to <queue>-poison', async () => {
+    const host = newHost(testFunctions('failingQueue'));
+    await host.start();
+    const text = encodeMessage({ bad: true });
+    await env.storage.queue('failing').sendMessage(text);
+    await until(async () => (await depth('failing-poison')) === 1);
+    await host.stop();
+    expect(failures).toBe(3);
+    expect(await depth('failing')).toBe(0);
+    const poisoned = await env.storage.queue('failing-poison').receiveMessages();
+    expect(poisoned.receivedMessageItems[0].messageText).toBe(text);
+  });
+
+  it('run at most batchSize + newBatchThreshold messages at once', async () => {
+    const host = newHost(testFunctions('slowQueue'));
+    for (let i = 0; i < 12; i++) await env.storage.queue('slow').sendMessage(encodeMessage({ i }));
+    await host.start();
+    await until(async () => (await depth('slow')) === 0 && running === 0);
+    await host.stop();
+    expect(peak).toBeGreaterThan(1);
+    expect(peak).toBeLessThanOrEqual(settings.queues.batchSize + settings.queues.newBatchThreshold);
+  });
+});
+
+describe('timer triggers', () => {
+  it('run each occurrence on one host only when two hosts share the storage account', async () => {
+    const name = `everySecond${Date.now()}`;
+    app.timer(name, {
+      schedule: '* * * * * *',
+      handler: async () => {
+        timerRuns.push({ at: Date.now() });
+      },
+    });
+    const fn = testFunctions(name);
+    const a = newHost(fn);
+    const b = newHost(fn);
+    await Promise.all([a.start(), b.start()]);
+    await new Promise((r) => setTimeout(r, 3500));
+    await Promise.all([a.stop(), b.stop()]);
+    const seconds = timerRuns.map((r) => Math.floor(r.at / 1000));
+    expect(timerRuns.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(seconds).size).toBe(seconds.length);
+  });
+});
+
+describe('HTTP triggers', () => {
+  it('route by template with optional parameters, query and JSON bodies; 404 and 405 otherwise', async () => {
+    const host = newHost(testFunctions('things'));
+    await host.start();
+    const get = await fetch(`${host.url}/api/things/a%20b/parts?q=1`);
+    expect(await get.json()).toEqual({ id: 'a b', part: null, q: '1', body: null });
+    const post = await fetch(`${host.url}/api/things/x/parts/y`, { method: 'POST', body: '{"v":2}', headers: { 'content-type': 'application/json' } });
+    expect(await post.json()).toEqual({ id: 'x', part: 'y', q: null, body: { v: 2 } });
+    expect((await fetch(`${host.url}/api/nothing`)).status).toBe(404);
+    const wrong = await fetch(`${host.url}/api/things/x/parts`, { method: 'DELETE' });
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('allow')).toBe('GET, POST');
+    await host.stop();
+  });
+
+  it('finish an in-flight request when the host is asked to stop', async () => {
+    const host = newHost(testFunctions('slowHttp'));
+    await host.start();
+    const pending = fetch(`${host.url}/api/slow`).then(async (r) => ({ status: r.status, text: await r.text() }));
+    await new Promise((r) => setTimeout(r, 100));
+    await host.stop();
+    expect(await pending).toEqual({ status: 200, text: 'done' });
+  });
+});

@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    environment: 'node',
+    pool: 'forks',
+    // Two cores: end-to-end files start host processes, so keep parallelism modest.
+    maxWorkers: 2,
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+    reporters: ['default'],
+  },
+});
