@@ -91,7 +91,7 @@ const depth = async (queue: string) => (await env.storage.queue(queue).getProper
 
 describe('the app registrations', () => {
   it('are captured from the real @azure/functions API, with their bindings', async () => {
-    await import('../../functions/index');
+    await import('../../functions/index.js');
     const byName = Object.fromEntries(registeredFunctions().map((f) => [f.name, triggerOf(f)]));
     expect(byName.apply).toMatchObject({ type: 'httpTrigger', route: 'apply' });
     expect(byName.clusterStatus).toMatchObject({ type: 'httpTrigger', route: 'clusters/{name}/status' });
