@@ -50,19 +50,23 @@ async function main(): Promise<void> {
   const root = projectRoot();
   const settings = readHostSettings(join(root, 'host.json'));
 
-  let azurite: EmbeddedAzurite | undefined;
-  let storageLabel = 'AzureWebJobsStorage';
-  if (!config.storageConnectionString) {
-    azurite = await startAzurite({ location: process.env.AZURITE_LOCATION || undefined });
-    process.env.AzureWebJobsStorage = azurite.connectionString;
-    storageLabel = process.env.AZURITE_LOCATION ? `embedded Azurite on disk at ${process.env.AZURITE_LOCATION}` : 'embedded Azurite in memory';
-  }
-  const storage = storageFromConnectionString(process.env.AzureWebJobsStorage!);
+  // Azurite starts on a worker thread while this thread loads the app.
+  const azuriteStarting: Promise<EmbeddedAzurite> | undefined = config.storageConnectionString
+    ? undefined
+    : startAzurite({ location: process.env.AZURITE_LOCATION || undefined });
 
   // Load the app: every import in functions/index registers one function through @azure/functions.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   require(join(__dirname, '..', '..', 'functions', 'index'));
   const functions = registeredFunctions();
+
+  const azurite = await azuriteStarting;
+  let storageLabel = 'AzureWebJobsStorage';
+  if (azurite) {
+    process.env.AzureWebJobsStorage = azurite.connectionString;
+    storageLabel = process.env.AZURITE_LOCATION ? `embedded Azurite on disk at ${process.env.AZURITE_LOCATION}` : 'embedded Azurite in memory';
+  }
+  const storage = storageFromConnectionString(process.env.AzureWebJobsStorage!);
 
   const queueNames = new Set<string>(Object.values(QUEUES));
   for (const fn of functions) if (triggerOf(fn).type === 'queueTrigger') queueNames.add(String(triggerOf(fn).queueName));
