@@ -1,0 +1,54 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig, settingsSchema } from '../../shared/config';
+import { HostProcess, startHostProcess } from '../helpers/hostProcess';
+
+const run = promisify(execFile);
+const README = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+
+/** The ```bash examples of the README, each with the JSON output shown after it ("Output:"), if any. */
+function examples(): Array<{ script: string; output?: unknown }> {
+  const found: Array<{ script: string; output?: unknown }> = [];
+  const block = /```bash\n([\s\S]*?)```(\s*\nOutput:\s*\n+```json\n([\s\S]*?)```)?/g;
+  for (let m = block.exec(README); m; m = block.exec(README)) {
+    found.push({ script: m[1], ...(m[3] ? { output: JSON.parse(m[3]) } : {}) });
+  }
+  return found;
+}
+
+let host: HostProcess;
+beforeAll(async () => {
+  host = await startHostProcess();
+});
+afterAll(async () => host?.stop());
+
+describe('README', () => {
+  it('has runnable examples', () => {
+    expect(examples().length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('examples run against a local host, in order, and print what the README shows', async () => {
+    for (const example of examples()) {
+      const script = example.script.replaceAll('http://127.0.0.1:7071', host.url);
+      const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script]);
+      if (example.output !== undefined) expect(JSON.parse(stdout)).toEqual(example.output);
+    }
+    const cluster = await (await fetch(`${host.url}/api/clusters/member1`)).json();
+    expect(cluster.spec.taints).toEqual([expect.objectContaining({ key: 'maintenance', effect: 'NoSchedule' })]);
+    expect(cluster.status.policyWindows).toEqual([expect.objectContaining({ policy: 'detect-cluster-not-ready', matched: true })]);
+  });
+
+  it('documents every app setting the code reads, with its default', () => {
+    const defaults = loadConfig({});
+    const documented = new Map([...README.matchAll(/^\| `([A-Za-z_]+)` \| ([^|]+) \|/gm)].map((m) => [m[1], m[2].trim()]));
+    for (const setting of Object.keys(settingsSchema.shape)) expect(documented.has(setting), `README lists ${setting}`).toBe(true);
+    expect(documented.get('CLUSTER_MONITOR_GRACE_PERIOD_SECONDS')).toBe(`\`${defaults.clusterMonitorGracePeriodSeconds}\``);
+    expect(documented.get('CLUSTER_STARTUP_GRACE_PERIOD_SECONDS')).toBe(`\`${defaults.clusterStartupGracePeriodSeconds}\``);
+    expect(documented.get('AUTO_REGISTER_CLUSTERS')).toBe(`\`${defaults.autoRegisterClusters}\``);
+    expect(documented.get('MAX_REQUEST_BODY_BYTES')).toBe(`\`${defaults.maxRequestBodyBytes}\``);
+    expect(documented.get('EVENT_LIST_LIMIT')).toBe(`\`${defaults.eventListLimit}\``);
+  });
+});

@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../shared/config';
+import { parseTimeSpan, readHostSettings } from '../../shared/local/hostJson';
+import { compileRoute } from '../../shared/local/routes';
+import { decodeMessage, encodeMessage } from '../../shared/queue/encoding';
+import { join } from 'node:path';
+
+describe('app settings', () => {
+  it('has the documented defaults', () => {
+    expect(loadConfig({})).toEqual({
+      storageConnectionString: undefined,
+      autoRegisterClusters: true,
+      clusterMonitorGracePeriodSeconds: 40,
+      clusterStartupGracePeriodSeconds: 60,
+      maxRequestBodyBytes: 1048576,
+      eventListLimit: 1000,
+    });
+  });
+
+  const invalid: Array<[Record<string, string>, string]> = [
+    [{ AUTO_REGISTER_CLUSTERS: 'maybe' }, 'AUTO_REGISTER_CLUSTERS: must be true or false, got "maybe"'],
+    [{ CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: '0' }, 'CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: must be a whole number ≥ 1, got "0"'],
+    [{ CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: 'soon' }, 'CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: must be a number, got "soon"'],
+    [{ MAX_REQUEST_BODY_BYTES: '10' }, 'MAX_REQUEST_BODY_BYTES: must be a whole number of bytes between 1024 and 104857600, got "10"'],
+  ];
+  it.each(invalid)('refuses %j, naming the setting', (env, problem) => {
+    expect(() => loadConfig(env)).toThrow(ConfigError);
+    try {
+      loadConfig(env);
+    } catch (error) {
+      expect((error as ConfigError).problems).toEqual([problem]);
+    }
+  });
+
+  it('accepts false spellings', () => {
+    expect(loadConfig({ AUTO_REGISTER_CLUSTERS: 'FALSE' }).autoRegisterClusters).toBe(false);
+  });
+});
+
+describe('host.json', () => {
+  it('is read with the values the design needs', () => {
+    const settings = readHostSettings(join(__dirname, '..', '..', 'host.json'));
+    expect(settings.routePrefix).toBe('api');
+    expect(settings.queues).toMatchObject({ maxPollingIntervalMs: 1000, maxDequeueCount: 5, messageEncoding: 'base64' });
+  });
+  it.each([
+    ['00:00:01', 1000],
+    ['00:10:00', 600_000],
+    ['1.00:00:00', 86_400_000],
+    ['00:00:00.5', 500],
+  ])('parses the duration %s', (text, ms) => {
+    expect(parseTimeSpan(text)).toBe(ms);
+  });
+});
+
+describe('routes', () => {
+  const cases: Array<[string, string, Record<string, string> | undefined]> = [
+    ['api/clusters/{name?}', '/api/clusters', {}],
+    ['api/clusters/{name?}', '/api/clusters/member1', { name: 'member1' }],
+    ['api/clusters/{name?}', '/api/clusters/member1/status', undefined],
+    ['api/clusters/{name}/status', '/api/clusters/member1/status', { name: 'member1' }],
+    ['api/clusters/{name}/status', '/api/clusters//status', undefined],
+    ['api/files/{*path}', '/api/files/a/b/c', { path: 'a/b/c' }],
+    ['api/items/{id:int}', '/API/items/7/', { id: '7' }],
+  ];
+  it.each(cases)('%s on %s', (template, path, params) => {
+    expect(compileRoute(template, null).match(path)).toEqual(params);
+  });
+});
+
+describe('queue message encoding', () => {
+  it('round-trips JSON through base64, as the Functions host expects', () => {
+    const text = encodeMessage({ cluster: 'member1', dueAt: '2026-01-01T00:00:00.000Z' });
+    expect(text).toMatch(/^[A-Za-z0-9+/]+=*$/);
+    expect(decodeMessage(text)).toEqual({ ok: true, value: { cluster: 'member1', dueAt: '2026-01-01T00:00:00.000Z' } });
+  });
+  it.each(['{"raw":"json"}', 'abc', 'not base64!!'])('refuses %s as not base64', (text) => {
+    expect(decodeMessage(text).ok).toBe(false);
+  });
+  it('passes plain base64 text through as a string', () => {
+    expect(decodeMessage(Buffer.from('hello').toString('base64'))).toEqual({ ok: true, value: 'hello' });
+  });
+});
