@@ -36,7 +36,7 @@ describe('README', () => {
       const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script]);
       if (example.output !== undefined) expect(JSON.parse(stdout)).toEqual(example.output);
     }
-    const cluster = await (await fetch(`${host.url}/api/clusters/member1`)).json();
+    const cluster = (await (await fetch(`${host.url}/api/clusters/member1`)).json()) as any;
     expect(cluster.spec.taints).toEqual([expect.objectContaining({ key: 'maintenance', effect: 'NoSchedule' })]);
     expect(cluster.status.policyWindows).toEqual([expect.objectContaining({ policy: 'detect-cluster-not-ready', matched: true })]);
   });
