@@ -1,5 +1,6 @@
 import { app } from '@azure/functions';
 import { decodeApplyDocuments } from '../shared/api/decode';
+import { applyBinding } from '../shared/controllers/bindings';
 import { applyCluster } from '../shared/controllers/clusters';
 import { applyTaintPolicy } from '../shared/controllers/policies';
 import { ALL_METHODS, allowMethods, httpFunction, json, readDocuments } from '../shared/http/respond';
@@ -12,7 +13,12 @@ export const applyObjects = httpFunction(async (req) => {
   const objects = decodeApplyDocuments(await readDocuments(req, plane.config.maxRequestBodyBytes));
   const results = [];
   for (const item of objects) {
-    const action = item.kind === 'Cluster' ? await applyCluster(plane, item.object) : await applyTaintPolicy(plane, item.object);
+    const action =
+      item.kind === 'Cluster'
+        ? await applyCluster(plane, item.object)
+        : item.kind === 'ClusterTaintPolicy'
+          ? await applyTaintPolicy(plane, item.object)
+          : await applyBinding(plane, item.object);
     results.push({ kind: item.kind, name: item.name, action });
   }
   return json(200, { results });

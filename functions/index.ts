@@ -11,3 +11,7 @@ import './health';
 import './clusterMonitor';
 import './taintResync';
 import './taintEvaluation';
+import './bindings';
+import './taintManager';
+import './evictions';
+import './failover';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { RateSettings } from './failover/evictionDecision';
 
 /**
  * Every app setting the code reads, with its default. The README's configuration table mirrors this list;
@@ -34,6 +35,7 @@ const number = (fallback: number, check: (n: number) => string | undefined) =>
       return parsed;
     });
 
+const rate = (n: number) => (n >= 0 && n <= 1000 ? undefined : 'must be an eviction rate per second between 0 and 1000');
 const positiveInteger = (n: number) => (Number.isInteger(n) && n >= 1 ? undefined : 'must be a whole number ≥ 1');
 
 export const settingsSchema = z.object({
@@ -43,6 +45,11 @@ export const settingsSchema = z.object({
   CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: number(60, positiveInteger),
   MAX_REQUEST_BODY_BYTES: number(1_048_576, (n) => (Number.isInteger(n) && n >= 1024 && n <= 104_857_600 ? undefined : 'must be a whole number of bytes between 1024 and 104857600')),
   EVENT_LIST_LIMIT: number(1000, (n) => (Number.isInteger(n) && n >= 1 && n <= 10000 ? undefined : 'must be a whole number between 1 and 10000')),
+  FAILOVER_ENABLED: bool(false),
+  RESOURCE_EVICTION_RATE: number(0.5, rate),
+  SECONDARY_RESOURCE_EVICTION_RATE: number(0.1, rate),
+  UNHEALTHY_CLUSTER_THRESHOLD: number(0.55, (n) => (n >= 0 && n <= 1 ? undefined : 'must be a fraction between 0 and 1')),
+  LARGE_CLUSTER_NUM_THRESHOLD: number(10, (n) => (Number.isInteger(n) && n >= 0 ? undefined : 'must be a whole number ≥ 0')),
 });
 
 export interface AppConfig {
@@ -52,6 +59,9 @@ export interface AppConfig {
   clusterStartupGracePeriodSeconds: number;
   maxRequestBodyBytes: number;
   eventListLimit: number;
+  /** The Failover gate: when false no eviction happens at all, whoever added the taint. */
+  failoverEnabled: boolean;
+  rates: RateSettings;
 }
 
 export class ConfigError extends Error {
@@ -74,5 +84,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     clusterStartupGracePeriodSeconds: s.CLUSTER_STARTUP_GRACE_PERIOD_SECONDS,
     maxRequestBodyBytes: s.MAX_REQUEST_BODY_BYTES,
     eventListLimit: s.EVENT_LIST_LIMIT,
+    failoverEnabled: s.FAILOVER_ENABLED,
+    rates: {
+      resourceEvictionRate: s.RESOURCE_EVICTION_RATE,
+      secondaryResourceEvictionRate: s.SECONDARY_RESOURCE_EVICTION_RATE,
+      unhealthyClusterThreshold: s.UNHEALTHY_CLUSTER_THRESHOLD,
+      largeClusterNumThreshold: s.LARGE_CLUSTER_NUM_THRESHOLD,
+    },
   };
 }

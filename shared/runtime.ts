@@ -1,7 +1,9 @@
 import { systemClock } from './clock';
 import { AppConfig, loadConfig } from './config';
-import type { ControlPlane, TaintEvaluationMessage } from './controllers/deps';
-import type { ClusterRecord, PolicyRecord } from './controllers/records';
+import type { ControlPlane, EvictionMessage, TaintEvaluationMessage, TaintManagerMessage } from './controllers/deps';
+import type { BindingRecord, ClusterRecord, PolicyRecord } from './controllers/records';
+import { TableLedger } from './store/ledgerTable';
+import { FailoverMetrics } from './telemetry/metrics';
 import { QUEUES, StorageMessageQueue } from './queue/storageQueue';
 import { StorageClients, storageFromConnectionString } from './store/connection';
 import { TABLES, TableDocumentStore, TableEventLog } from './store/tableStorage';
@@ -19,6 +21,11 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
     policies: new TableDocumentStore<PolicyRecord>(storage.table(TABLES.policies), 'policy'),
     events: new TableEventLog(storage.table(TABLES.events)),
     evaluations: new StorageMessageQueue<TaintEvaluationMessage>(storage.queue(QUEUES.taintEvaluations)),
+    bindings: new TableDocumentStore<BindingRecord>(storage.table(TABLES.bindings), 'binding'),
+    ledger: new TableLedger(storage.table(TABLES.ledger)),
+    taintManager: new StorageMessageQueue<TaintManagerMessage>(storage.queue(QUEUES.taintManager)),
+    evictions: new StorageMessageQueue<EvictionMessage>(storage.queue(QUEUES.evictions)),
+    metrics: new FailoverMetrics(),
     clock: systemClock,
     config,
     log: jsonLogger(),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { LineCounter, parseAllDocuments } from 'yaml';
 import { ApiError, FieldError, badRequest, toFieldErrors } from './errors';
 import { closestName } from './suggest';
-import { APPLY_KINDS, ApplyKind, ClusterInput, ClusterTaintPolicyInput } from './resources';
+import { APPLY_KINDS, ApplyKind, ClusterInput, ClusterResourceBindingInput, ClusterTaintPolicyInput, ResourceBindingInput } from './resources';
 
 const JSON_TYPES = new Set(['application/json', 'text/json']);
 const YAML_TYPES = new Set(['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml']);
@@ -92,7 +92,9 @@ export function decodeSingle<S extends z.ZodType>(documents: unknown[], schema: 
 
 export type AppliedObject =
   | { kind: 'Cluster'; name: string; object: ClusterInput }
-  | { kind: 'ClusterTaintPolicy'; name: string; object: ClusterTaintPolicyInput };
+  | { kind: 'ClusterTaintPolicy'; name: string; object: ClusterTaintPolicyInput }
+  | { kind: 'ResourceBinding'; name: string; object: ResourceBindingInput }
+  | { kind: 'ClusterResourceBinding'; name: string; object: ClusterResourceBindingInput };
 
 /**
  * Decodes the objects of POST /api/apply: YAML documents, a JSON object or array, or a `kind: List`.
@@ -127,7 +129,8 @@ export function decodeApplyDocuments(documents: unknown[]): AppliedObject[] {
       errors.push(...toFieldErrors(parsed.error).map((e) => ({ ...e, document: index })));
       return;
     }
-    const name = parsed.data.metadata.name;
+    const metadata = parsed.data.metadata as { name: string; namespace?: string };
+    const name = metadata.namespace ? `${metadata.namespace}/${metadata.name}` : metadata.name;
     const id = `${kind}/${name}`;
     const first = seen.get(id);
     if (first !== undefined) {

@@ -216,9 +216,163 @@ export const statusReportSchema = strictObject({
 });
 export type StatusReport = z.infer<typeof statusReportSchema>;
 
+
+
+// ---------------------------------------------------------------------------------------------
+// ResourceBinding / ClusterResourceBinding (work.karmada.io/v1alpha2)
+
+export const namespaceName = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(63, 'must be at most 63 characters')
+  .regex(DNS_LABEL, 'must be a DNS label: lower-case letters, digits and "-"');
+
+export const namespacedMetadataSchema = strictObject({
+  name: objectName,
+  namespace: namespaceName.default('default'),
+  labels: labels.optional(),
+  annotations: annotations.optional(),
+  uid: z.string().optional(),
+  resourceVersion: z.string().optional(),
+  generation: z.number().optional(),
+  creationTimestamp: z.string().optional(),
+});
+
+/** Purge modes: cluster failover's spellings and application failover's are the same two modes, plus Never. */
+export const PURGE_MODES = ['Directly', 'Gracefully', 'Never'] as const;
+export type PurgeMode = (typeof PURGE_MODES)[number];
+const PURGE_ALIASES: Record<string, PurgeMode> = { Directly: 'Directly', Immediately: 'Directly', Gracefully: 'Gracefully', Graciously: 'Gracefully', Never: 'Never' };
+export const purgeModeSchema = <M extends PurgeMode>(allowed: readonly M[]) =>
+  z.string().transform((value, ctx): M => {
+    const mode = PURGE_ALIASES[value] as M | undefined;
+    if (!mode || !allowed.includes(mode)) {
+      const spellings = Object.keys(PURGE_ALIASES).filter((k) => (allowed as readonly PurgeMode[]).includes(PURGE_ALIASES[k]));
+      ctx.addIssue({ code: 'custom', message: `must be one of ${spellings.map((s) => JSON.stringify(s)).join(', ')}` });
+      return z.NEVER;
+    }
+    return mode;
+  });
+
+export const tolerationSchema = strictObject({
+  key: z.union([z.literal(''), qualifiedName]).optional(),
+  operator: z.enum(['Exists', 'Equal']).optional(),
+  value: labelValue.optional(),
+  effect: z.union([z.literal(''), z.enum(TAINT_EFFECTS)]).optional(),
+  tolerationSeconds: z.number().int('must be a whole number of seconds').optional(),
+}).superRefine((toleration, ctx) => {
+  if (toleration.operator === 'Exists' && toleration.value) {
+    ctx.addIssue({ code: 'custom', path: ['value'], message: 'must be empty when operator is Exists' });
+  }
+  if (!toleration.key && toleration.operator !== 'Exists') {
+    ctx.addIssue({ code: 'custom', path: ['operator'], message: 'must be Exists when key is empty' });
+  }
+});
+export type Toleration = z.infer<typeof tolerationSchema>;
+
+export const spreadConstraintSchema = strictObject({
+  spreadByField: z.enum(['cluster', 'region', 'zone', 'provider']).optional(),
+  spreadByLabel: qualifiedName.optional(),
+  maxGroups: z.number().int().min(0).optional(),
+  minGroups: z.number().int().min(0).optional(),
+}).superRefine((constraint, ctx) => {
+  if (constraint.spreadByField && constraint.spreadByLabel) {
+    ctx.addIssue({ code: 'custom', path: ['spreadByLabel'], message: 'set either spreadByField or spreadByLabel, not both' });
+  }
+  if (constraint.maxGroups && constraint.minGroups && constraint.minGroups > constraint.maxGroups) {
+    ctx.addIssue({ code: 'custom', path: ['minGroups'], message: 'must not be greater than maxGroups' });
+  }
+});
+export type SpreadConstraint = z.infer<typeof spreadConstraintSchema>;
+
+export const replicaSchedulingSchema = strictObject({
+  replicaSchedulingType: z.enum(['Duplicated', 'Divided']).default('Duplicated'),
+  replicaDivisionPreference: z.enum(['Aggregated', 'Weighted']).optional(),
+  weightPreference: strictObject({
+    staticWeightList: z.array(strictObject({ targetCluster: clusterAffinitySchema, weight: z.number().int().min(1, 'must be at least 1') })).max(1000).optional(),
+    dynamicWeight: z.enum(['AvailableReplicas']).optional(),
+  }).optional(),
+});
+export type ReplicaScheduling = z.infer<typeof replicaSchedulingSchema>;
+
+export const placementSchema = strictObject({
+  clusterAffinity: clusterAffinitySchema.optional(),
+  clusterTolerations: z.array(tolerationSchema).max(64).optional(),
+  spreadConstraints: z.array(spreadConstraintSchema).max(8).optional(),
+  replicaScheduling: replicaSchedulingSchema.optional(),
+});
+export type Placement = z.infer<typeof placementSchema>;
+
+export const clusterFailoverSchema = strictObject({
+  purgeMode: purgeModeSchema(['Directly', 'Gracefully'] as const).default('Gracefully'),
+  tolerationSeconds: z.number().int('must be a whole number of seconds').min(0, 'must not be negative').max(2_147_483_647).default(300),
+});
+export type ClusterFailover = z.infer<typeof clusterFailoverSchema>;
+
+export const failoverSchema = strictObject({
+  cluster: clusterFailoverSchema.optional(),
+});
+export type FailoverBehavior = z.infer<typeof failoverSchema>;
+
+const taskReason = z.string().min(1).max(32).regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/, 'must be a CamelCase reason');
+export const gracefulEvictionTaskSchema = strictObject({
+  fromCluster: clusterName,
+  purgeMode: purgeModeSchema(PURGE_MODES).optional(),
+  replicas: z.number().int().min(0).optional(),
+  reason: taskReason,
+  message: z.string().max(1024).optional(),
+  producer: z.string().min(1).max(253),
+  gracePeriodSeconds: z.number().int().min(1).optional(),
+  suppressDeletion: z.boolean().optional(),
+  creationTimestamp: timestamp.optional(),
+});
+export type GracefulEvictionTask = z.infer<typeof gracefulEvictionTaskSchema>;
+
+export const bindingSpecSchema = strictObject({
+  resource: strictObject({
+    apiVersion: z.string().min(1).max(253),
+    kind: z.string().min(1).max(63),
+    namespace: namespaceName.optional(),
+    name: objectName,
+    uid: z.string().max(64).optional(),
+    resourceVersion: z.string().max(64).optional(),
+  }),
+  replicas: z.number().int().min(0).max(1_000_000).optional(),
+  clusters: z.array(strictObject({ name: clusterName, replicas: z.number().int().min(0).optional() })).max(1000).optional(),
+  placement: placementSchema.optional(),
+  failover: failoverSchema.optional(),
+  gracefulEvictionTasks: z.array(gracefulEvictionTaskSchema).max(1000).optional(),
+}).superRefine((spec, ctx) => {
+  const seen = new Map<string, number>();
+  spec.clusters?.forEach((target, index) => {
+    const first = seen.get(target.name);
+    if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['clusters', index, 'name'], message: `cluster "${target.name}" is listed twice (also at spec.clusters[${first}])` });
+    else seen.set(target.name, index);
+  });
+});
+export type BindingSpec = z.infer<typeof bindingSpecSchema>;
+
+export const resourceBindingSchema = strictObject({
+  apiVersion: z.literal('work.karmada.io/v1alpha2'),
+  kind: z.literal('ResourceBinding'),
+  metadata: namespacedMetadataSchema,
+  spec: bindingSpecSchema,
+  status: z.unknown().optional(),
+});
+export const clusterResourceBindingSchema = strictObject({
+  apiVersion: z.literal('work.karmada.io/v1alpha2'),
+  kind: z.literal('ClusterResourceBinding'),
+  metadata: metadataSchema(objectName),
+  spec: bindingSpecSchema,
+  status: z.unknown().optional(),
+});
+export type ResourceBindingInput = z.infer<typeof resourceBindingSchema>;
+export type ClusterResourceBindingInput = z.infer<typeof clusterResourceBindingSchema>;
+
 /** The kinds POST /api/apply accepts, by kind name. */
 export const APPLY_KINDS = {
   Cluster: clusterSchema,
   ClusterTaintPolicy: clusterTaintPolicySchema,
+  ResourceBinding: resourceBindingSchema,
+  ClusterResourceBinding: clusterResourceBindingSchema,
 } as const;
 export type ApplyKind = keyof typeof APPLY_KINDS;

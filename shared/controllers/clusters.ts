@@ -157,7 +157,10 @@ export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<str
 
 export async function deleteCluster(plane: ControlPlane, name: string): Promise<boolean> {
   const deleted = await plane.clusters.delete(name);
-  if (deleted) await plane.events.append([clusterEvent(name, plane.clock.now(), 'Deleted', 'cluster deleted')]);
+  if (deleted) {
+    await plane.events.append([clusterEvent(name, plane.clock.now(), 'Deleted', 'cluster deleted')]);
+    await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
+  }
   return deleted;
 }
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { ClusterSpecInput, ClusterTaintPolicySpec } from '../api/resources';
+import type { BindingSpec, ClusterSpecInput, ClusterTaintPolicySpec } from '../api/resources';
+import type { BindingKind } from '../failover/bindingModel';
 import type { ClusterFacts, ClusterTaint, Condition, PolicyWindow, TaintPolicy } from '../failover/model';
 
 /** A cluster as stored: one document, so conditions, taints and windows change together under one ETag. */
@@ -111,5 +112,36 @@ export function policyResource(record: PolicyRecord, etag?: string) {
     kind: 'ClusterTaintPolicy',
     metadata: metadataView(record, etag),
     spec: record.spec,
+  };
+}
+
+/** A ResourceBinding or ClusterResourceBinding as stored. `rev` counts writes, for the placement index. */
+export interface BindingRecord {
+  kind: BindingKind;
+  namespace?: string;
+  name: string;
+  uid: string;
+  createdAt: string;
+  generation: number;
+  rev: number;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  spec: BindingSpec;
+  status: BindingStatus;
+}
+
+export interface BindingStatus {
+  schedulerObservedGeneration?: number;
+  conditions?: Array<{ type: string; status: string; reason?: string; message?: string; lastTransitionTime: string }>;
+  aggregatedStatus?: Array<{ clusterName: string; applied?: boolean; health?: 'Healthy' | 'Unhealthy' | 'Unknown' }>;
+}
+
+export function bindingResource(record: BindingRecord, etag?: string) {
+  return {
+    apiVersion: 'work.karmada.io/v1alpha2',
+    kind: record.kind,
+    metadata: { ...metadataView(record, etag), ...(record.namespace ? { namespace: record.namespace } : {}) },
+    spec: record.spec,
+    status: record.status,
   };
 }

@@ -1,3 +1,4 @@
+import { isFaultyTaint } from '../failover/evictionDecision';
 import { evaluateTaintPolicies, TaintChange } from '../failover/taintPolicy';
 import { mutate, write, keep, Mutation } from '../store/optimistic';
 import type { EventRecord, Versioned } from '../store/ports';
@@ -41,6 +42,7 @@ export async function updateCluster<R>(
 ): Promise<ClusterUpdateOutcome<R>> {
   const taintPolicies = (policies ?? (await loadPolicies(plane))).map(taintPolicy);
   let schedule: Date | undefined;
+  let faultyChanged = false;
   const outcome = await mutate<ClusterRecord, { value: R; record?: ClusterRecord; changes: TaintChange[]; events: EventRecord[] }>(
     plane.clusters,
     name,
@@ -58,6 +60,7 @@ export async function updateCluster<R>(
         next.evaluationScheduledFor = evaluation.nextDeadline.toISOString();
         schedule = evaluation.nextDeadline;
       }
+      faultyChanged = faultyIds(current?.value.taints ?? []) !== faultyIds(next.taints);
       const events = [...(proposed.events ?? []), ...evaluation.changes.map((c) => taintEvent(next.name, c, now))];
       const result = { value: proposed.result, record: next, changes: evaluation.changes, events };
       if (current && JSON.stringify(current.value) === JSON.stringify(next)) return keep(result);
@@ -70,7 +73,18 @@ export async function updateCluster<R>(
     plane.log.info(`taint ${c.action}`, { cluster: name, taint: `${c.taint.key}:${c.taint.effect}`, policy: c.policy, reason: c.reason });
   }
   if (schedule) await scheduleEvaluation(plane, name, schedule);
+  // The taint manager plans (or abandons) this cluster's evictions when its faulty taints change.
+  if (faultyChanged && outcome.etag !== undefined) await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
   return { result: value, record, etag: outcome.etag, changes };
+}
+
+/** The cluster's NoExecute/PreferNoExecute taints, as one comparable string. */
+function faultyIds(taints: ClusterRecord['taints']): string {
+  return taints
+    .filter(isFaultyTaint)
+    .map((t) => `${t.key}:${t.effect}@${t.timeAdded}`)
+    .sort()
+    .join(',');
 }
 
 export async function scheduleEvaluation(plane: ControlPlane, cluster: string, dueAt: Date): Promise<void> {

@@ -186,11 +186,18 @@ export class LocalFunctionsHost {
     });
     const ctx = this.context(fn);
     let status = 500;
-    try {
-      const result = (await this.invoke(fn, 'http', [request], ctx, () => ({ method: req.method, path: url.pathname, status }))) as HttpResponseInit | HttpResponse | undefined;
+    // The response is built inside the invocation so its log line carries the real status.
+    const respond = async (...args: unknown[]) => {
+      const result = (await fn.handler(...args)) as HttpResponseInit | HttpResponse | undefined;
       const response = result instanceof HttpResponse ? result : new HttpResponse(result ?? {});
       status = response.status;
-      const payload = Buffer.from(await response.arrayBuffer());
+      return { response, payload: Buffer.from(await response.arrayBuffer()) };
+    };
+    try {
+      const { response, payload } = (await this.invoke({ ...fn, handler: respond }, 'http', [request], ctx, () => ({ method: req.method, path: url.pathname, status }))) as {
+        response: HttpResponse;
+        payload: Buffer;
+      };
       res.statusCode = status;
       response.headers.forEach((value, key) => res.setHeader(key, value));
       res.end(req.method === 'HEAD' ? undefined : payload);

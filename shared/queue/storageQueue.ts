@@ -4,6 +4,10 @@ import { encodeMessage } from './encoding';
 /** Queue names this app uses. The poison queues are `<name>-poison`. */
 export const QUEUES = {
   taintEvaluations: 'taint-evaluations',
+  /** Clusters whose faulty taints changed: plan or abandon their evictions. */
+  taintManager: 'taint-manager',
+  /** Paced evictions, visible at their send slot. */
+  evictions: 'evictions',
 } as const;
 
 // Azure Storage allows at most 7 days of initial invisibility.

@@ -7,6 +7,8 @@ export const TABLES = {
   policies: 'clustertaintpolicies',
   events: 'events',
   leases: 'leases',
+  bindings: 'bindings',
+  ledger: 'ledger',
 } as const;
 
 // A string property holds at most 32 Ki UTF-16 units; documents are split into chunks below that.
@@ -105,7 +107,7 @@ export class TableEventLog implements EventLog {
   async append(events: EventRecord[]): Promise<void> {
     const byPartition = new Map<string, Record<string, unknown>[]>();
     for (const event of events) {
-      const partitionKey = `${event.kind}_${event.name}`;
+      const partitionKey = eventPartition(event.kind, event.name);
       const rowKey = `${event.time}-${process.pid.toString(36)}-${(this.sequence++).toString(36).padStart(6, '0')}-${Math.random().toString(36).slice(2, 8)}`;
       const entity = {
         partitionKey,
@@ -133,7 +135,7 @@ export class TableEventLog implements EventLog {
 
   async list(query: EventQuery): Promise<EventRecord[]> {
     const clauses: string[] = [];
-    if (query.kind && query.name) clauses.push(odata`PartitionKey eq ${`${query.kind}_${query.name}`}`);
+    if (query.kind && query.name) clauses.push(odata`PartitionKey eq ${eventPartition(query.kind, query.name)}`);
     else if (query.kind) clauses.push(odata`PartitionKey ge ${`${query.kind}_`} and PartitionKey lt ${`${query.kind}\``}`);
     else if (query.name) clauses.push(odata`name eq ${query.name}`);
     if (query.since) clauses.push(odata`time ge ${query.since}`);
@@ -159,6 +161,9 @@ export class TableEventLog implements EventLog {
     return rows.slice(Math.max(0, rows.length - query.limit)).map((row) => row.event);
   }
 }
+
+/** Namespaced names ("ns/name") hold a "/", which a partition key may not: it becomes ":". */
+const eventPartition = (kind: string, name: string) => `${kind}_${name.replaceAll('/', ':')}`;
 
 /** Leases as rows: whoever writes the row with the current ETag holds it until `expiresAt`. */
 export class TableLeaseStore implements LeaseStore {

@@ -1,0 +1,31 @@
+import { app, InvocationContext, Timer } from '@azure/functions';
+import { z } from 'zod';
+import { executeEviction } from '../shared/controllers/evictionWorker';
+import { runPacer } from '../shared/controllers/pacer';
+import { QUEUES } from '../shared/queue/storageQueue';
+import { controlPlane } from '../shared/runtime';
+
+/** Every second: hands out send slots at the fleet-health rate and queues the due evictions. */
+export async function evictionPacer(_timer: Timer, _ctx: InvocationContext): Promise<void> {
+  await runPacer(controlPlane());
+}
+
+const evictionMessage = z.object({
+  cluster: z.string().min(1).max(63),
+  bindingKey: z.string().min(1).max(400),
+  etag: z.string().min(1),
+  slot: z.iso.datetime({ offset: true }),
+});
+
+/** One paced eviction; idempotent under at-least-once delivery (see shared/controllers/evictionWorker.ts). */
+export async function evictionWorker(message: unknown, ctx: InvocationContext): Promise<void> {
+  const parsed = evictionMessage.safeParse(message);
+  if (!parsed.success) {
+    ctx.error(`dropping malformed eviction message: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    return;
+  }
+  await executeEviction(controlPlane(), parsed.data);
+}
+
+app.timer('evictionPacer', { schedule: '* * * * * *', runOnStartup: false, useMonitor: false, handler: evictionPacer });
+app.storageQueue('evictionWorker', { queueName: QUEUES.evictions, connection: 'AzureWebJobsStorage', handler: evictionWorker });

@@ -1,0 +1,101 @@
+import { sleep } from '../clock';
+import type { EvictionRecord } from '../failover/bindingModel';
+import { preScheduleCheck } from '../failover/precheck';
+import { keep, write } from '../store/optimistic';
+import { writeBinding } from './bindings';
+import type { ControlPlane, EvictionMessage } from './deps';
+import { fleetClusters } from './fleet';
+import { unschedule } from './pacer';
+import { evictionEvent } from './taintManager';
+
+const MAX_SLOT_WAIT_MS = 15_000;
+
+export type WorkerOutcome = 'evicted' | 'duplicate' | 'postponed' | 'blocked' | 'left' | 'lost-race';
+
+/**
+ * Executes one paced eviction. Re-reads everything; acts only if the row is still `scheduled` at the ETag
+ * the pacer left, the gate is on, evictions are not paused or halted, and the workload has somewhere to
+ * go. The row moves to `done` with its ETag before the binding is written (the commit point): a recovery
+ * that abandons the row first wins, and under at-least-once delivery the eviction takes effect once.
+ */
+export async function executeEviction(plane: ControlPlane, message: EvictionMessage): Promise<WorkerOutcome> {
+  const wait = Date.parse(message.slot) - plane.clock.now().getTime();
+  if (wait > 0) await sleep(Math.min(wait, MAX_SLOT_WAIT_MS));
+  const row = await plane.ledger.getEviction(message.cluster, message.bindingKey);
+  if (!row) return 'duplicate';
+  if (row.record.state === 'done') return (await finishCommitted(plane, row.record, true)) ? 'evicted' : 'duplicate';
+  if (row.record.state !== 'scheduled' || row.etag !== message.etag) return 'duplicate';
+
+  const { state } = await plane.ledger.getPacerState();
+  const hold = !plane.config.failoverEnabled ? 'the Failover gate is off' : state.paused ? 'evictions are paused' : state.tier === 'halted' ? 'evictions are halted: too many clusters are faulty' : undefined;
+  if (hold) {
+    await unschedule(plane, row.record, row.etag, hold);
+    return 'postponed';
+  }
+
+  const binding = await plane.bindings.get(message.bindingKey);
+  const placedOn = (binding?.value.spec.clusters ?? []).map((c) => c.name);
+  const now = plane.clock.now();
+  if (!binding || !placedOn.includes(message.cluster)) {
+    const left = { ...row.record, state: 'abandoned' as const, message: binding ? 'the binding is no longer on this cluster' : 'the binding was deleted', updatedAt: now.toISOString() };
+    if ((await plane.ledger.updateEviction(left, row.etag)) !== false) plane.metrics.recordProcessed(row.record.kind, 'abandoned');
+    return 'left';
+  }
+
+  const check = preScheduleCheck({ placement: binding.value.spec.placement, placedOn, evictFrom: message.cluster, clusters: await fleetClusters(plane) });
+  if (!check.ok) {
+    const blocked = { ...row.record, state: 'blocked' as const, message: check.reason, attempts: row.record.attempts + 1, updatedAt: now.toISOString() };
+    if ((await plane.ledger.updateEviction(blocked, row.etag)) !== false) {
+      plane.metrics.recordProcessed(row.record.kind, 'blocked');
+      await plane.events.append([evictionEvent(blocked, 'EvictionBlocked', `stays on ${message.cluster}: ${check.reason}`, 'Warning', now.toISOString())]);
+      plane.log.warn('eviction blocked', { cluster: message.cluster, binding: message.bindingKey, reason: check.reason });
+    }
+    return 'blocked';
+  }
+
+  // Commit point. decisionRev now records the binding revision the eviction applies to, so a redelivered
+  // message can finish an interrupted eviction but never evict a later placement.
+  const committed: EvictionRecord = { ...row.record, state: 'done', executedAt: now.toISOString(), attempts: row.record.attempts + 1, decisionRev: binding.value.rev, updatedAt: now.toISOString() };
+  if (!(await plane.ledger.commitEviction(committed, row.etag))) return 'lost-race';
+  await finishCommitted(plane, committed, false);
+  const latency = (now.getTime() - Date.parse(row.record.decidedAt)) / 1000;
+  plane.metrics.recordProcessed(row.record.kind, 'success', latency);
+  await plane.events.append([evictionEvent(committed, 'Evicted', `evicted from ${message.cluster} (${committed.purgeMode}): ${committed.why}`, 'Warning', now.toISOString())]);
+  plane.log.info('evicted', { cluster: message.cluster, binding: message.bindingKey, purgeMode: committed.purgeMode, latencySeconds: latency });
+  return 'evicted';
+}
+
+/**
+ * Removes the cluster from the binding and records the graceful-eviction task; idempotent. A redelivered
+ * message (`redelivery`) finishes only if the binding is still at the revision the commit saw.
+ */
+async function finishCommitted(plane: ControlPlane, record: EvictionRecord, redelivery: boolean): Promise<boolean> {
+  const { result } = await writeBinding<boolean>(
+    plane,
+    record.bindingKey,
+    (current, now) => {
+      if (!current || (redelivery && current.rev !== record.decisionRev)) return keep(false);
+      const clusters = current.spec.clusters ?? [];
+      const target = clusters.find((c) => c.name === record.cluster);
+      if (!target) return keep(false);
+      current.spec.clusters = clusters.filter((c) => c.name !== record.cluster);
+      const tasks = current.spec.gracefulEvictionTasks ?? [];
+      if (!tasks.some((t) => t.fromCluster === record.cluster)) {
+        const replicas = target.replicas ?? 0;
+        tasks.push({
+          fromCluster: record.cluster,
+          purgeMode: record.purgeMode,
+          ...(replicas > 0 ? { replicas } : {}),
+          reason: 'TaintUntolerated',
+          producer: 'TaintManager',
+          creationTimestamp: now.toISOString(),
+        });
+      }
+      current.spec.gracefulEvictionTasks = tasks;
+      current.generation += 1;
+      return write(current, true);
+    },
+    { placementsAlreadyRemoved: [record.cluster] },
+  );
+  return result;
+}

@@ -1,0 +1,124 @@
+import { assignSlots } from '../failover/evictionDecision';
+import type { EvictionRecord } from '../failover/bindingModel';
+import type { DueRef, PacerState } from '../store/ledgerTable';
+import type { ControlPlane } from './deps';
+import { currentFleetHealth } from './fleet';
+import { evictionEvent } from './taintManager';
+
+/**
+ * The pacer turns due ledger rows into queue messages that become visible at the current global rate.
+ * Send slots come from one stored row (`~pacer`) written with its ETag, so two pacers never hand out the
+ * same slot and the rate is the same with one host or four. It looks ahead only WINDOW_MS, so a change of
+ * fleet health changes the rate within seconds; at rate 0 it schedules nothing.
+ */
+export const WINDOW_MS = 3000;
+/** Messages become visible this long before their slot; the worker waits out the rest (see host.json). */
+export const SLOT_LEAD_SECONDS = 2;
+/**
+ * The first free slot is at least this far ahead, so that a message visible at once is picked up (queue
+ * polling runs at least every maxPollingInterval, 1 s) before its slot, and evictions keep their spacing.
+ */
+export const MIN_SLOT_LEAD_MS = 1500;
+
+export interface PacerOutcome {
+  tier: string;
+  rate: number;
+  scheduled: number;
+  skipped?: 'gate' | 'paused' | 'halted' | 'busy' | 'conflict';
+}
+
+export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
+  const now = plane.clock.now();
+  const nowMs = now.getTime();
+  const [{ state, etag }, health] = await Promise.all([plane.ledger.getPacerState(), currentFleetHealth(plane)]);
+  const base: PacerState = { ...state, tier: health.tier, rate: health.rate, total: health.total, faulty: health.faulty, updatedAt: now.toISOString() };
+  const skipped = !plane.config.failoverEnabled ? 'gate' : state.paused ? 'paused' : health.rate === 0 ? 'halted' : Date.parse(state.nextSlotAt) > nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS ? 'busy' : undefined;
+  const healthChanged = state.tier !== base.tier || state.rate !== base.rate || state.total !== base.total || state.faulty !== base.faulty;
+  if (skipped) {
+    if (healthChanged) await plane.ledger.putPacerState(base, etag);
+    return { tier: health.tier, rate: health.rate, scheduled: 0, skipped };
+  }
+
+  // Candidates in due order; stale due entries (their row is no longer pending) are dropped.
+  const limit = Math.ceil((health.rate * WINDOW_MS) / 1000) + 1;
+  const due = await plane.ledger.listDue(new Date(nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS).toISOString(), limit * 2);
+  const rows = await Promise.all(due.map((ref) => plane.ledger.getEviction(ref.cluster, ref.bindingKey)));
+  const stale: DueRef[] = [];
+  const ready: Array<{ ref: DueRef; record: EvictionRecord; etag: string }> = [];
+  due.forEach((ref, i) => {
+    const row = rows[i];
+    if (row && row.record.state === 'pending' && row.record.dueAt === ref.dueAt) ready.push({ ref, record: row.record, etag: row.etag });
+    else stale.push(ref);
+  });
+  const { slots, nextFreeSlot } = assignSlots(
+    ready.map((r) => Date.parse(r.record.dueAt)),
+    Date.parse(state.nextSlotAt),
+    nowMs + MIN_SLOT_LEAD_MS,
+    health.rate,
+    nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS,
+  );
+  const claimed = ready.slice(0, slots.length);
+  const next: PacerState = { ...base, nextSlotAt: new Date(nextFreeSlot).toISOString() };
+  if (claimed.length > 0 || healthChanged) {
+    if (!(await plane.ledger.putPacerState(next, etag))) return { tier: health.tier, rate: health.rate, scheduled: 0, skipped: 'conflict' };
+  }
+
+  // The slots are ours: mark the rows scheduled (ETag-checked, batched per cluster), then send.
+  const byCluster = new Map<string, number[]>();
+  claimed.forEach((c, i) => byCluster.set(c.record.cluster, [...(byCluster.get(c.record.cluster) ?? []), i]));
+  const sent: Array<Promise<void>> = [];
+  let scheduled = 0;
+  for (const indexes of byCluster.values()) {
+    const updates = indexes.map((i) => ({
+      record: { ...claimed[i].record, state: 'scheduled' as const, scheduledFor: new Date(slots[i]).toISOString(), updatedAt: now.toISOString() },
+      etag: claimed[i].etag,
+    }));
+    let etags: Array<string | undefined>;
+    try {
+      etags = await plane.ledger.updateEvictions(updates);
+    } catch {
+      // One row changed since it was read (abandoned on recovery): settle them one by one.
+      etags = [];
+      for (const update of updates) etags.push((await plane.ledger.updateEviction(update.record, update.etag)) || undefined);
+    }
+    indexes.forEach((i, k) => {
+      const newEtag = etags[k];
+      if (!newEtag) return;
+      scheduled++;
+      const slot = slots[i];
+      const delaySeconds = Math.max(0, Math.floor((slot - nowMs) / 1000) - SLOT_LEAD_SECONDS);
+      sent.push(plane.evictions.send({ cluster: claimed[i].record.cluster, bindingKey: claimed[i].record.bindingKey, etag: newEtag, slot: new Date(slot).toISOString() }, { delaySeconds }));
+    });
+  }
+  await Promise.all(sent);
+  await plane.ledger.deleteDue([...claimed.map((c) => c.ref), ...stale]);
+  if (scheduled > 0) {
+    plane.log.info('evictions scheduled', { count: scheduled, tier: health.tier, rate: health.rate, firstSlot: new Date(slots[0]).toISOString() });
+  }
+  return { tier: health.tier, rate: health.rate, scheduled };
+}
+
+/** POST /api/failover/pause and /resume: a stored switch the pacer and the worker read. */
+export async function setPaused(plane: ControlPlane, paused: boolean): Promise<void> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const { state, etag } = await plane.ledger.getPacerState();
+    if (state.paused === paused) return;
+    if (await plane.ledger.putPacerState({ ...state, paused, updatedAt: plane.clock.now().toISOString() }, etag)) {
+      await plane.events.append([{ time: plane.clock.now().toISOString(), kind: 'Failover', name: 'evictions', type: 'Normal', reason: paused ? 'Paused' : 'Resumed', message: paused ? 'evictions paused' : 'evictions resumed' }]);
+      plane.log.info(paused ? 'evictions paused' : 'evictions resumed');
+      return;
+    }
+  }
+  throw new Error('could not update the pause switch: too much contention');
+}
+
+/** Puts a scheduled row back to pending (paused or halted when its slot came): it keeps its place in line. */
+export async function unschedule(plane: ControlPlane, record: EvictionRecord, etag: string, why: string): Promise<void> {
+  const now = plane.clock.now().toISOString();
+  const next: EvictionRecord = { ...record, state: 'pending', updatedAt: now, message: why };
+  delete next.scheduledFor;
+  if ((await plane.ledger.updateEviction(next, etag)) !== false) {
+    await plane.ledger.addDue([next]);
+    await plane.events.append([evictionEvent(next, 'EvictionPostponed', `eviction from ${record.cluster} postponed: ${why}`, 'Normal', now)]);
+  }
+}

@@ -1,0 +1,184 @@
+import { ACTIVE_STATES, bindingKey, EvictionRecord, parseBindingKey } from '../failover/bindingModel';
+import { decideEviction, isFaultyTaint } from '../failover/evictionDecision';
+import type { EventRecord } from '../store/ports';
+import type { VersionedEviction } from '../store/ledgerTable';
+import { queueNameOf } from '../telemetry/metrics';
+import type { ControlPlane } from './deps';
+import { fleetClusters } from './fleet';
+
+/**
+ * The taint manager: for a cluster with NoExecute/PreferNoExecute taints, decides per binding placed there
+ * whether and when it must leave (design decision 4) and records each decision as a ledger row. Decisions
+ * are frozen: an active row is never re-decided. A cluster without such taints has its active rows abandoned.
+ */
+
+export interface PlanOutcome {
+  cluster: string;
+  faulty: boolean;
+  planned: number;
+  tolerated: number;
+  alreadyDecided: number;
+  abandoned: number;
+}
+
+export async function manageCluster(plane: ControlPlane, name: string): Promise<PlanOutcome> {
+  const now = plane.clock.now();
+  const cluster = await plane.clusters.get(name);
+  const faultyTaints = cluster?.value.taints.filter(isFaultyTaint) ?? [];
+  if (faultyTaints.length === 0) {
+    const why = cluster ? 'the cluster recovered: it has no NoExecute or PreferNoExecute taint' : 'the cluster was deleted';
+    const abandoned = await abandonEvictions(plane, name, why);
+    return { cluster: name, faulty: false, planned: 0, tolerated: 0, alreadyDecided: 0, abandoned };
+  }
+  // A failure episode starts with its earliest faulty taint; ended rows from before it may be decided anew.
+  const episodeStart = faultyTaints.map((t) => t.timeAdded).sort()[0];
+  const [placements, existing] = await Promise.all([plane.ledger.listPlacements(name), plane.ledger.listEvictions(name)]);
+  const prior = new Map(existing.map((row) => [row.record.bindingKey, row]));
+  const rows: Array<{ record: EvictionRecord; replaceEtag?: string }> = [];
+  let tolerated = 0;
+  let alreadyDecided = 0;
+  for (const placement of placements) {
+    const key = bindingKey(placement);
+    const before = prior.get(key);
+    if (before && (ACTIVE_STATES.includes(before.record.state) || before.record.decidedAt >= episodeStart)) {
+      alreadyDecided++;
+      continue;
+    }
+    const verdict = decideEviction(faultyTaints, placement.tolerations, placement.failoverCluster, now);
+    if (!verdict.evict) {
+      tolerated++;
+      continue;
+    }
+    rows.push({
+      replaceEtag: before?.etag,
+      record: {
+        cluster: name,
+        bindingKey: key,
+        kind: placement.kind,
+        ...(placement.namespace ? { namespace: placement.namespace } : {}),
+        name: placement.name,
+        resourceKind: placement.resourceKind,
+        replicas: placement.replicas,
+        state: 'pending',
+        reason: 'TaintUntolerated',
+        purgeMode: placement.failoverCluster?.purgeMode ?? 'Gracefully',
+        why: verdict.why,
+        taints: verdict.taints.join(','),
+        dueAt: verdict.dueAt.toISOString(),
+        decidedAt: now.toISOString(),
+        decisionRev: placement.rev,
+        attempts: 0,
+        updatedAt: now.toISOString(),
+      },
+    });
+  }
+  if (rows.length > 0) {
+    await plane.ledger.recordEvictions(rows);
+    const dues = rows.map((r) => r.record.dueAt).sort();
+    await plane.events.append([
+      {
+        time: now.toISOString(),
+        kind: 'Cluster',
+        name,
+        type: 'Warning',
+        reason: 'EvictionsEnqueued',
+        message: `${rows.length} binding(s) must leave (due ${dues[0]}${dues.length > 1 ? ` to ${dues[dues.length - 1]}` : ''}); ${tolerated} tolerate the taints`,
+        details: { count: rows.length, tolerated, taints: faultyTaints.map((t) => `${t.key}:${t.effect}`), bindings: rows.slice(0, 50).map((r) => r.record.bindingKey) },
+      },
+    ]);
+    plane.log.info('evictions enqueued', { cluster: name, count: rows.length, tolerated });
+  }
+  return { cluster: name, faulty: true, planned: rows.length, tolerated, alreadyDecided, abandoned: 0 };
+}
+
+/** Design decision 8: a recovered cluster's pending, scheduled and blocked rows are abandoned, ETag-checked. */
+export async function abandonEvictions(plane: ControlPlane, cluster: string, why: string): Promise<number> {
+  const active = await plane.ledger.listEvictions(cluster, ACTIVE_STATES);
+  if (active.length === 0) return 0;
+  const now = plane.clock.now().toISOString();
+  const updates = active.map(({ record, etag }) => ({ record: { ...record, state: 'abandoned' as const, message: why, updatedAt: now }, etag }));
+  let abandoned: VersionedEviction[] = [];
+  try {
+    await plane.ledger.updateEvictions(updates);
+    abandoned = active;
+  } catch {
+    // A row moved under us (the worker committed one): settle them one at a time; the committed ones stay.
+    for (const [i, update] of updates.entries()) if ((await plane.ledger.updateEviction(update.record, update.etag)) !== false) abandoned.push(active[i]);
+  }
+  for (const row of abandoned) plane.metrics.recordProcessed(row.record.kind, 'abandoned');
+  await plane.events.append([
+    {
+      time: now,
+      kind: 'Cluster',
+      name: cluster,
+      type: 'Normal',
+      reason: 'EvictionsAbandoned',
+      message: `${abandoned.length} eviction(s) abandoned: ${why}`,
+      details: { count: abandoned.length, why, bindings: abandoned.slice(0, 50).map((r) => r.record.bindingKey) },
+    },
+  ]);
+  plane.log.info('evictions abandoned', { cluster, count: abandoned.length, why });
+  return abandoned.length;
+}
+
+/** Blocked rows are tried again when the fleet changes: back to pending, with a due entry. */
+export async function retryBlocked(plane: ControlPlane): Promise<number> {
+  const blocked = await plane.ledger.scanEvictions({ state: 'blocked' });
+  if (blocked.length === 0) return 0;
+  const now = plane.clock.now().toISOString();
+  const retried = [];
+  for (const { record, etag } of blocked) {
+    const next = { ...record, state: 'pending' as const, dueAt: now, updatedAt: now, message: `retrying after: ${record.message ?? 'blocked'}` };
+    if ((await plane.ledger.updateEviction(next, etag)) !== false) retried.push(next);
+  }
+  await plane.ledger.addDue(retried);
+  return retried.length;
+}
+
+/**
+ * The periodic resync: plans every faulty cluster, abandons rows of clusters that are no longer faulty,
+ * re-sends scheduled rows whose message was lost, retries blocked rows, and refreshes the ledger gauges.
+ */
+export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned: number; abandoned: number; resent: number; retried: number }> {
+  const clusters = await fleetClusters(plane, 0);
+  const faulty = new Set(clusters.filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name));
+  let planned = 0;
+  let abandoned = 0;
+  for (const name of faulty) planned += (await manageCluster(plane, name)).planned;
+  const active = [...(await plane.ledger.scanEvictions({ state: 'pending' })), ...(await plane.ledger.scanEvictions({ state: 'scheduled' }))];
+  for (const cluster of new Set(active.map((r) => r.record.cluster))) {
+    if (!faulty.has(cluster)) abandoned += (await manageCluster(plane, cluster)).abandoned;
+  }
+  // A scheduled row whose slot is a minute gone lost its message (a crash between the two writes): send again.
+  const now = plane.clock.now().getTime();
+  let resent = 0;
+  for (const { record, etag } of active) {
+    if (record.state === 'scheduled' && record.scheduledFor && Date.parse(record.scheduledFor) < now - 60_000 && faulty.has(record.cluster)) {
+      await plane.evictions.send({ cluster: record.cluster, bindingKey: record.bindingKey, etag, slot: new Date(now).toISOString() });
+      resent++;
+    }
+  }
+  const retried = await retryBlocked(plane);
+  const depth: Record<string, number> = {};
+  const byKind = new Map<string, { cluster: string; resourceKind: string; count: number }>();
+  for (const { record } of active) {
+    const queue = queueNameOf(parseBindingKey(record.bindingKey).kind);
+    depth[queue] = (depth[queue] ?? 0) + 1;
+    const id = `${record.cluster}|${record.resourceKind}`;
+    byKind.set(id, { cluster: record.cluster, resourceKind: record.resourceKind, count: (byKind.get(id)?.count ?? 0) + 1 });
+  }
+  plane.metrics.setLedger({ depth, byKind: [...byKind.values()] });
+  return { planned, abandoned, resent, retried };
+}
+
+export function evictionEvent(record: EvictionRecord, reason: string, message: string, type: EventRecord['type'] = 'Normal', time = new Date().toISOString()): EventRecord {
+  return {
+    time,
+    kind: record.kind,
+    name: record.namespace ? `${record.namespace}/${record.name}` : record.name,
+    type,
+    reason,
+    message,
+    details: { cluster: record.cluster, purgeMode: record.purgeMode, dueAt: record.dueAt, why: record.why },
+  };
+}

@@ -1,0 +1,61 @@
+import type { BindingSpec, ClusterFailover, PurgeMode, Toleration } from '../api/resources';
+
+export type BindingKind = 'ResourceBinding' | 'ClusterResourceBinding';
+
+export interface BindingRef {
+  kind: BindingKind;
+  namespace?: string;
+  name: string;
+}
+
+/** One string per binding, safe as a Table row key: `rb:<namespace>:<name>` or `crb:<name>`. */
+export function bindingKey(ref: BindingRef): string {
+  return ref.kind === 'ResourceBinding' ? `rb:${ref.namespace ?? 'default'}:${ref.name}` : `crb:${ref.name}`;
+}
+
+export function parseBindingKey(key: string): BindingRef {
+  if (key.startsWith('rb:')) {
+    const rest = key.slice(3);
+    const split = rest.indexOf(':');
+    return { kind: 'ResourceBinding', namespace: rest.slice(0, split), name: rest.slice(split + 1) };
+  }
+  if (key.startsWith('crb:')) return { kind: 'ClusterResourceBinding', name: key.slice(4) };
+  throw new Error(`not a binding key: ${key}`);
+}
+
+/** What the taint manager plans from, per (cluster, binding): kept in the placement index. */
+export interface PlacementFacts extends BindingRef {
+  cluster: string;
+  resourceKind: string;
+  replicas: number;
+  tolerations: Toleration[];
+  failoverCluster?: ClusterFailover;
+  /** Revision of the binding this projection was taken from. */
+  rev: number;
+}
+
+export type EvictionState = 'pending' | 'scheduled' | 'done' | 'abandoned' | 'blocked' | 'failed';
+export const ACTIVE_STATES: readonly EvictionState[] = ['pending', 'scheduled', 'blocked'];
+
+/** One ledger row: a frozen eviction decision for (cluster, binding) and where it stands. */
+export interface EvictionRecord extends BindingRef {
+  cluster: string;
+  bindingKey: string;
+  resourceKind: string;
+  replicas: number;
+  state: EvictionState;
+  reason: string;
+  purgeMode: Exclude<PurgeMode, 'Never'>;
+  why: string;
+  taints: string;
+  dueAt: string;
+  decidedAt: string;
+  decisionRev: number;
+  scheduledFor?: string;
+  executedAt?: string;
+  attempts: number;
+  message?: string;
+  updatedAt: string;
+}
+
+export const resourceKindOf = (spec: Pick<BindingSpec, 'resource'>) => `${spec.resource.apiVersion}/${spec.resource.kind}`;

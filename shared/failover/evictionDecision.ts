@@ -1,0 +1,111 @@
+import type { ClusterFailover, Toleration } from '../api/resources';
+import type { ClusterTaint } from './model';
+
+/**
+ * The taint manager's decision for one binding on one faulty cluster (design decision 4), pure.
+ * NoExecute: Kubernetes toleration semantics over `placement.clusterTolerations` — the first toleration
+ * that tolerates a taint is the one used for it; no toleration = evict now; seconds ≤ 0 = now; no seconds =
+ * never. The deadline is the earliest `timeAdded + seconds` over the taints.
+ * PreferNoExecute: tolerations do not count; only bindings with `failover.cluster` leave, at
+ * `timeAdded + failover.cluster.tolerationSeconds`.
+ */
+
+export type EvictionVerdict =
+  | { evict: false; why: string }
+  | { evict: true; dueAt: Date; why: string; taints: string[] };
+
+type EffectTaint = Pick<ClusterTaint, 'key' | 'value' | 'effect' | 'timeAdded'>;
+
+export function tolerates(toleration: Toleration, taint: Pick<ClusterTaint, 'key' | 'value' | 'effect'>): boolean {
+  if (toleration.effect && toleration.effect !== taint.effect) return false;
+  if (toleration.key && toleration.key !== taint.key) return false;
+  if (toleration.operator === 'Exists') return true;
+  // Equal (the default): the values must match; an empty key with Equal cannot be written (validation).
+  return (toleration.value ?? '') === (taint.value ?? '');
+}
+
+export const isFaultyTaint = (taint: Pick<ClusterTaint, 'effect'>) => taint.effect === 'NoExecute' || taint.effect === 'PreferNoExecute';
+
+export function decideEviction(
+  taints: readonly EffectTaint[],
+  tolerations: readonly Toleration[],
+  failoverCluster: ClusterFailover | undefined,
+  now: Date,
+): EvictionVerdict {
+  const deadlines: Array<{ at: number; taint: string; why: string }> = [];
+  const nowMs = now.getTime();
+  for (const taint of taints) {
+    const id = `${taint.key}:${taint.effect}`;
+    const added = Date.parse(taint.timeAdded);
+    if (taint.effect === 'NoExecute') {
+      const used = tolerations.find((t) => tolerates(t, taint));
+      if (!used) deadlines.push({ at: nowMs, taint: id, why: `taint ${id} is not tolerated` });
+      else if (used.tolerationSeconds === undefined) continue;
+      else if (used.tolerationSeconds <= 0) deadlines.push({ at: Math.min(added, nowMs), taint: id, why: `taint ${id} is tolerated for ${used.tolerationSeconds}s` });
+      else deadlines.push({ at: added + used.tolerationSeconds * 1000, taint: id, why: `taint ${id} is tolerated for ${used.tolerationSeconds}s` });
+    } else if (taint.effect === 'PreferNoExecute' && failoverCluster) {
+      deadlines.push({ at: added + failoverCluster.tolerationSeconds * 1000, taint: id, why: `failover.cluster leaves ${failoverCluster.tolerationSeconds}s after ${id}` });
+    }
+  }
+  if (deadlines.length === 0) {
+    const hasPrefer = taints.some((t) => t.effect === 'PreferNoExecute');
+    const hasNoExecute = taints.some((t) => t.effect === 'NoExecute');
+    const why = hasNoExecute ? 'every NoExecute taint is tolerated without a time limit' : hasPrefer ? 'no failover.cluster: the binding stays on PreferNoExecute' : 'no NoExecute or PreferNoExecute taint';
+    return { evict: false, why };
+  }
+  const first = deadlines.reduce((a, b) => (b.at < a.at ? b : a));
+  return { evict: true, dueAt: new Date(first.at), why: first.why, taints: deadlines.map((d) => d.taint) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fleet health and the eviction rate (design decision 6)
+
+export interface RateSettings {
+  resourceEvictionRate: number;
+  secondaryResourceEvictionRate: number;
+  unhealthyClusterThreshold: number;
+  largeClusterNumThreshold: number;
+}
+
+export type RateTier = 'primary' | 'secondary' | 'halted';
+
+export interface FleetHealth {
+  total: number;
+  faulty: number;
+  failureRatio: number;
+  tier: RateTier;
+  /** Evictions per second. */
+  rate: number;
+}
+
+/**
+ * faulty / total above the threshold: a large fleet (more than largeClusterNumThreshold clusters) slows to
+ * the secondary rate, a small one halts (rate 0). At or below the threshold: the primary rate.
+ */
+export function fleetHealth(total: number, faulty: number, settings: RateSettings): FleetHealth {
+  const failureRatio = total === 0 ? 0 : faulty / total;
+  if (failureRatio > settings.unhealthyClusterThreshold) {
+    return total > settings.largeClusterNumThreshold
+      ? { total, faulty, failureRatio, tier: 'secondary', rate: settings.secondaryResourceEvictionRate }
+      : { total, faulty, failureRatio, tier: 'halted', rate: 0 };
+  }
+  return { total, faulty, failureRatio, tier: 'primary', rate: settings.resourceEvictionRate };
+}
+
+/**
+ * Send slots at `rate` per second: each due item gets the next free slot at or after both its due time and
+ * `earliest`, up to `horizon`. Returns the slots and where the next free slot starts. Rate 0 assigns nothing.
+ */
+export function assignSlots(dueTimes: readonly number[], nextFreeSlot: number, earliest: number, rate: number, horizon: number): { slots: number[]; nextFreeSlot: number } {
+  const slots: number[] = [];
+  if (rate <= 0) return { slots, nextFreeSlot };
+  const interval = 1000 / rate;
+  let cursor = Math.max(nextFreeSlot, earliest);
+  for (const due of dueTimes) {
+    const slot = Math.max(cursor, due);
+    if (slot > horizon) break;
+    slots.push(slot);
+    cursor = slot + interval;
+  }
+  return { slots, nextFreeSlot: slots.length > 0 ? cursor : nextFreeSlot };
+}

@@ -1,0 +1,53 @@
+import type { Placement, Toleration } from '../api/resources';
+import { tolerates } from './evictionDecision';
+import type { ClusterTaint } from './model';
+import { AffinityTarget, matchesClusterAffinity } from './selectors';
+
+export interface CandidateCluster extends AffinityTarget {
+  taints: Array<Pick<ClusterTaint, 'key' | 'value' | 'effect'>>;
+}
+
+/**
+ * Design decision 1: a new placement never lands on a cluster with an untolerated NoSchedule or NoExecute
+ * taint, nor on one with any PreferNoExecute taint. Returns why not, or undefined when it may.
+ */
+export function unschedulableReason(cluster: CandidateCluster, tolerations: readonly Toleration[]): string | undefined {
+  for (const taint of cluster.taints) {
+    if (taint.effect === 'PreferNoExecute') return `has taint ${taint.key}:PreferNoExecute`;
+    if (!tolerations.some((t) => tolerates(t, taint))) return `has untolerated taint ${taint.key}:${taint.effect}`;
+  }
+  return undefined;
+}
+
+export interface PreCheckInput {
+  placement: Placement | undefined;
+  /** Clusters the binding is on now (spec.clusters), including the one being evicted from. */
+  placedOn: readonly string[];
+  evictFrom: string;
+  clusters: readonly CandidateCluster[];
+}
+
+export type PreCheckResult = { ok: true; candidates: string[] } | { ok: false; reason: string };
+
+/**
+ * Seed 000, "Improvement of the scheduling success rate": evict only when the workload has somewhere to go.
+ * Duplicated: the clusters other than the faulty one that match the affinity and would take the workload
+ * must number at least the spread constraint's minGroups (1 without one). Divided: at least one such
+ * cluster outside the current placement.
+ */
+export function preScheduleCheck(input: PreCheckInput): PreCheckResult {
+  const tolerations = input.placement?.clusterTolerations ?? [];
+  const affinity = input.placement?.clusterAffinity;
+  const usable = input.clusters.filter(
+    (c) => c.name !== input.evictFrom && matchesClusterAffinity(affinity, c) && unschedulableReason(c, tolerations) === undefined,
+  );
+  const type = input.placement?.replicaScheduling?.replicaSchedulingType ?? 'Duplicated';
+  if (type === 'Divided') {
+    const outside = usable.filter((c) => !input.placedOn.includes(c.name)).map((c) => c.name);
+    return outside.length > 0 ? { ok: true, candidates: outside } : { ok: false, reason: 'Divided: no cluster outside the current placement matches the affinity and accepts the workload' };
+  }
+  const minGroups = Math.max(1, ...(input.placement?.spreadConstraints ?? []).map((s) => s.minGroups ?? 0));
+  return usable.length >= minGroups
+    ? { ok: true, candidates: usable.map((c) => c.name) }
+    : { ok: false, reason: `Duplicated: ${usable.length} other cluster(s) match the affinity and accept the workload; ${minGroups} needed` };
+}
