@@ -50,5 +50,10 @@ describe('README', () => {
     expect(documented.get('AUTO_REGISTER_CLUSTERS')).toBe(`\`${defaults.autoRegisterClusters}\``);
     expect(documented.get('MAX_REQUEST_BODY_BYTES')).toBe(`\`${defaults.maxRequestBodyBytes}\``);
     expect(documented.get('EVENT_LIST_LIMIT')).toBe(`\`${defaults.eventListLimit}\``);
+    expect(documented.get('FAILOVER_ENABLED')).toBe(`\`${defaults.failoverEnabled}\``);
+    expect(documented.get('RESOURCE_EVICTION_RATE')).toBe(`\`${defaults.rates.resourceEvictionRate}\``);
+    expect(documented.get('SECONDARY_RESOURCE_EVICTION_RATE')).toBe(`\`${defaults.rates.secondaryResourceEvictionRate}\``);
+    expect(documented.get('UNHEALTHY_CLUSTER_THRESHOLD')).toBe(`\`${defaults.rates.unhealthyClusterThreshold}\``);
+    expect(documented.get('LARGE_CLUSTER_NUM_THRESHOLD')).toBe(`\`${defaults.rates.largeClusterNumThreshold}\``);
   });
 });

@@ -14,6 +14,8 @@ describe('app settings', () => {
       clusterStartupGracePeriodSeconds: 60,
       maxRequestBodyBytes: 1048576,
       eventListLimit: 1000,
+      failoverEnabled: false,
+      rates: { resourceEvictionRate: 0.5, secondaryResourceEvictionRate: 0.1, unhealthyClusterThreshold: 0.55, largeClusterNumThreshold: 10 },
     });
   });
 
@@ -22,6 +24,11 @@ describe('app settings', () => {
     [{ CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: '0' }, 'CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: must be a whole number ≥ 1, got "0"'],
     [{ CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: 'soon' }, 'CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: must be a number, got "soon"'],
     [{ MAX_REQUEST_BODY_BYTES: '10' }, 'MAX_REQUEST_BODY_BYTES: must be a whole number of bytes between 1024 and 104857600, got "10"'],
+    [{ RESOURCE_EVICTION_RATE: '-1' }, 'RESOURCE_EVICTION_RATE: must be an eviction rate per second between 0 and 1000, got "-1"'],
+    [{ SECONDARY_RESOURCE_EVICTION_RATE: 'fast' }, 'SECONDARY_RESOURCE_EVICTION_RATE: must be a number, got "fast"'],
+    [{ UNHEALTHY_CLUSTER_THRESHOLD: '55' }, 'UNHEALTHY_CLUSTER_THRESHOLD: must be a fraction between 0 and 1, got "55"'],
+    [{ LARGE_CLUSTER_NUM_THRESHOLD: '2.5' }, 'LARGE_CLUSTER_NUM_THRESHOLD: must be a whole number ≥ 0, got "2.5"'],
+    [{ FAILOVER_ENABLED: 'on' }, 'FAILOVER_ENABLED: must be true or false, got "on"'],
   ];
   it.each(invalid)('refuses %j, naming the setting', (env, problem) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
