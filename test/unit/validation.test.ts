@@ -201,3 +201,37 @@ describe('status report decoding', () => {
     expect(errorsOf(() => decodeSingle([body], statusReportSchema)).errors.map((e) => e.path)).toEqual([badPath]);
   });
 });
+
+describe('binding decoding', () => {
+  const binding = (spec: Record<string, unknown>) => ({
+    apiVersion: 'work.karmada.io/v1alpha2',
+    kind: 'ResourceBinding',
+    metadata: { name: 'nginx' },
+    spec: { resource: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'nginx' }, ...spec },
+  });
+  it('defaults the namespace and the cluster failover behaviour', () => {
+    const [decoded] = decodeApplyDocuments([binding({ failover: { cluster: {} } })]);
+    expect(decoded.kind === 'ResourceBinding' && decoded.object.metadata.namespace).toBe('default');
+    expect(decoded.kind === 'ResourceBinding' && decoded.object.spec.failover?.cluster).toEqual({ purgeMode: 'Gracefully', tolerationSeconds: 300 });
+  });
+  it.each([
+    ['Directly', 'Directly'],
+    ['Immediately', 'Directly'],
+    ['Gracefully', 'Gracefully'],
+    ['Graciously', 'Gracefully'],
+  ])('reads purge mode %s as %s', (spelling, mode) => {
+    const [decoded] = decodeApplyDocuments([binding({ failover: { cluster: { purgeMode: spelling } } })]);
+    expect(decoded.kind === 'ResourceBinding' && decoded.object.spec.failover?.cluster?.purgeMode).toBe(mode);
+  });
+  const invalid: Array<[string, Record<string, unknown>, Partial<FieldError>]> = [
+    ['the seed typo pureMode', { failover: { cluster: { pureMode: 'Directly' } } }, { path: 'spec.failover.cluster.pureMode', message: 'unknown field; did you mean "purgeMode"?' }],
+    ['Never for cluster failover', { failover: { cluster: { purgeMode: 'Never' } } }, { path: 'spec.failover.cluster.purgeMode', message: 'must be one of "Directly", "Immediately", "Gracefully", "Graciously"' }],
+    ['a negative tolerationSeconds', { failover: { cluster: { tolerationSeconds: -1 } } }, { path: 'spec.failover.cluster.tolerationSeconds', message: 'must not be negative' }],
+    ['a toleration with an empty key and Equal', { placement: { clusterTolerations: [{ operator: 'Equal', value: 'x' }] } }, { path: 'spec.placement.clusterTolerations[0].operator', message: 'must be Exists when key is empty' }],
+    ['the same cluster twice', { clusters: [{ name: 'm1' }, { name: 'm1' }] }, { path: 'spec.clusters[1].name' }],
+    ['minGroups above maxGroups', { placement: { spreadConstraints: [{ minGroups: 3, maxGroups: 2 }] } }, { path: 'spec.placement.spreadConstraints[0].minGroups', message: 'must not be greater than maxGroups' }],
+  ];
+  it.each(invalid)('rejects %s', (_name, spec, error) => {
+    expect(errorsOf(() => decodeApplyDocuments([binding(spec)])).errors).toEqual([expect.objectContaining(error)]);
+  });
+});
