@@ -30,10 +30,12 @@ export interface LocalHostOptions {
   host?: string;
   /** Upper bound on HTTP request bodies the host itself accepts (Azure's front end allows 100 MB). */
   maxHttpBodyBytes?: number;
+  /** How long a dequeued message stays invisible while its function runs, renewed meanwhile (Azure: 600 s). */
+  queueHoldSeconds?: number;
 }
 
 const TIMER_LEASE_MS = 15_000;
-// The Functions host holds a dequeued message for 10 minutes while the function runs.
+// The Functions host holds a dequeued message for 10 minutes while the function runs, renewing it.
 const QUEUE_HOLD_SECONDS = 600;
 
 type Invocation = Promise<unknown>;
@@ -259,7 +261,7 @@ export class LocalFunctionsHost {
       if (this.stopping.signal.aborted) break;
       let received;
       try {
-        received = await client.receiveMessages({ numberOfMessages: batchSize, visibilityTimeout: QUEUE_HOLD_SECONDS });
+        received = await client.receiveMessages({ numberOfMessages: batchSize, visibilityTimeout: this.options.queueHoldSeconds ?? QUEUE_HOLD_SECONDS });
       } catch (error) {
         this.options.log.warn('queue poll failed', { queue: queueName, ...errorFields(error) });
         received = undefined;
@@ -294,7 +296,25 @@ export class LocalFunctionsHost {
   ): Promise<void> {
     const { maxDequeueCount, visibilityTimeoutMs, messageEncoding } = this.options.settings.queues;
     const queueName = client.name;
+    // Keep the message invisible while the function runs, as the host does; each renewal changes the receipt.
+    const hold = this.options.queueHoldSeconds ?? QUEUE_HOLD_SECONDS;
+    let renewing = Promise.resolve();
+    const renewal = setInterval(() => {
+      renewing = renewing.then(async () => {
+        try {
+          const updated = await client.updateMessage(message.messageId, message.popReceipt, undefined, hold);
+          if (updated.popReceipt) message.popReceipt = updated.popReceipt;
+        } catch (error) {
+          this.options.log.warn('could not renew message visibility', { queue: queueName, ...errorFields(error) });
+        }
+      });
+    }, (hold * 1000) / 3);
+    const stopRenewing = async () => {
+      clearInterval(renewal);
+      await renewing;
+    };
     const toPoison = async (why: string) => {
+      await stopRenewing();
       if (poison) {
         await poison.createIfNotExists();
         await poison.sendMessage(message.messageText, { messageTimeToLive: -1 });
@@ -320,6 +340,7 @@ export class LocalFunctionsHost {
     try {
       await this.invoke(fn, 'queue', [value], ctx, () => ({ queue: queueName, dequeueCount: message.dequeueCount }));
     } catch (error) {
+      await stopRenewing();
       try {
         if (message.dequeueCount >= maxDequeueCount) await toPoison(`failed ${message.dequeueCount} time(s): ${(error as Error)?.message ?? error}`);
         else await client.updateMessage(message.messageId, message.popReceipt, undefined, Math.round(visibilityTimeoutMs / 1000));
@@ -328,6 +349,7 @@ export class LocalFunctionsHost {
       }
       return;
     }
+    await stopRenewing();
     try {
       await client.deleteMessage(message.messageId, message.popReceipt);
     } catch (error) {

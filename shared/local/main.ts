@@ -80,6 +80,7 @@ async function main(): Promise<void> {
     leases: new TableLeaseStore(storage.table(TABLES.leases)),
     log,
     port: Number(portSetting),
+    queueHoldSeconds: process.env.LOCAL_QUEUE_HOLD_SECONDS ? Number(process.env.LOCAL_QUEUE_HOLD_SECONDS) : undefined,
   });
   await host.start();
   log.info('host started', {

@@ -46,7 +46,7 @@ export async function startHostProcess(env: Record<string, string> = {}): Promis
     output: () => output,
     stop(signal: NodeJS.Signals = 'SIGTERM') {
       return new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve(child.exitCode);
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
         child.once('exit', (code) => resolve(code));
         child.kill(signal);
       });
