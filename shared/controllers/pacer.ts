@@ -1,6 +1,6 @@
 import { assignSlots } from '../failover/evictionDecision';
 import type { EvictionRecord } from '../failover/bindingModel';
-import type { DueRef, PacerState } from '../store/ledgerTable';
+import type { DueGroup, PacerState } from '../store/ledgerTable';
 import type { ControlPlane } from './deps';
 import { currentFleetHealth } from './fleet';
 import { evictionEvent } from './taintManager';
@@ -39,17 +39,19 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
     return { tier: health.tier, rate: health.rate, scheduled: 0, skipped };
   }
 
-  // Candidates in due order; stale due entries (their row is no longer pending) are dropped.
+  // Candidates in due order: due groups (cluster shard + due time), then their pending rows. A group with
+  // no pending rows left (taken, or abandoned on recovery) is dropped.
   const limit = Math.ceil((health.rate * WINDOW_MS) / 1000) + 1;
-  const due = await plane.ledger.listDue(new Date(nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS).toISOString(), limit * 2);
-  const rows = await Promise.all(due.map((ref) => plane.ledger.getEviction(ref.cluster, ref.bindingKey)));
-  const stale: DueRef[] = [];
-  const ready: Array<{ ref: DueRef; record: EvictionRecord; etag: string }> = [];
-  due.forEach((ref, i) => {
-    const row = rows[i];
-    if (row && row.record.state === 'pending' && row.record.dueAt === ref.dueAt) ready.push({ ref, record: row.record, etag: row.etag });
-    else stale.push(ref);
-  });
+  const groups = await plane.ledger.listDue(new Date(nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS).toISOString(), 100);
+  const ready: Array<{ record: EvictionRecord; etag: string; group: DueGroup }> = [];
+  const exhausted: DueGroup[] = [];
+  for (const group of groups) {
+    if (ready.length >= limit) break;
+    const wanted = limit - ready.length;
+    const rows = await plane.ledger.pendingInGroup(group, wanted + 1);
+    for (const row of rows.slice(0, wanted)) ready.push({ ...row, group });
+    if (rows.length <= wanted) exhausted.push(group);
+  }
   const { slots, nextFreeSlot } = assignSlots(
     ready.map((r) => Date.parse(r.record.dueAt)),
     Date.parse(state.nextSlotAt),
@@ -91,7 +93,9 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
     });
   }
   await Promise.all(sent);
-  await plane.ledger.deleteDue([...claimed.map((c) => c.ref), ...stale]);
+  // A group is dropped only when every one of its rows got a slot; otherwise it is read again next time.
+  const unclaimed = new Set(ready.slice(claimed.length).map((r) => r.group.rowKey));
+  await plane.ledger.deleteDue(exhausted.filter((g) => !unclaimed.has(g.rowKey)));
   if (scheduled > 0) {
     plane.log.info('evictions scheduled', { count: scheduled, tier: health.tier, rate: health.rate, firstSlot: new Date(slots[0]).toISOString() });
   }

@@ -32,7 +32,7 @@ export async function manageCluster(plane: ControlPlane, name: string): Promise<
   }
   // A failure episode starts with its earliest faulty taint; ended rows from before it may be decided anew.
   const episodeStart = faultyTaints.map((t) => t.timeAdded).sort()[0];
-  const [placements, existing] = await Promise.all([plane.ledger.listPlacements(name), plane.ledger.listEvictions(name)]);
+  const { placements, evictions: existing } = await plane.ledger.listClusterRows(name);
   const prior = new Map(existing.map((row) => [row.record.bindingKey, row]));
   const rows: Array<{ record: EvictionRecord; replaceEtag?: string }> = [];
   let tolerated = 0;

@@ -1,5 +1,5 @@
 import { RestError, TableClient, TableTransaction, odata, TransactionAction } from '@azure/data-tables';
-import type { EvictionRecord, EvictionState, PlacementFacts } from '../failover/bindingModel';
+import { EvictionRecord, EvictionState, parseBindingKey, PlacementFacts } from '../failover/bindingModel';
 
 /**
  * The eviction ledger and the placement index, in one table partitioned by cluster, so that "bindings placed
@@ -14,12 +14,31 @@ const DUE = '~due';
 const PACER = '~pacer';
 const BATCH = 100;
 
+/**
+ * A cluster's rows are spread over SHARDS partitions (`<cluster>|<shard>`) by a hash of the binding, so a
+ * cluster with 20,000 bindings is not one hot partition (Azure serves ~2,000 entities/s per partition, and
+ * Azurite's inserts slow down with partition size). A binding's placement and ledger rows share a shard,
+ * so the worker's commit stays one transaction. "A cluster's rows" is one partition-key range query.
+ */
+export const SHARDS = 64;
+
+export function shardOf(bindingKey: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < bindingKey.length; i++) hash = Math.imul(hash ^ bindingKey.charCodeAt(i), 0x01000193) >>> 0;
+  return (hash % SHARDS).toString(16).padStart(2, '0');
+}
+
+const clusterPartition = (cluster: string, bindingKey: string) => `${cluster}|${shardOf(bindingKey)}`;
+/** Every partition of one cluster: `<cluster>|00` … `<cluster>|3f` ('~' sorts after the hex digits). */
+const clusterRange = (cluster: string) => odata`PartitionKey ge ${cluster + '|'} and PartitionKey lt ${cluster + '|~'}`;
+
 const statusOf = (error: unknown) => (error instanceof RestError ? error.statusCode : (error as { statusCode?: number })?.statusCode);
 
-export interface DueRef {
+/** Pending rows of one cluster shard that share a due time: the unit the pacer reads in due order. */
+export interface DueGroup {
   dueAt: string;
   cluster: string;
-  bindingKey: string;
+  shard: string;
   rowKey: string;
 }
 
@@ -42,16 +61,24 @@ export class TableLedger {
   constructor(private readonly client: TableClient) {}
 
 
+  /** Submits actions as transactions of at most 100, one partition each; returns the ETags in input order. */
   private async submit(actions: TransactionAction[], concurrency = 8): Promise<Array<string | undefined>> {
-    const chunks: TransactionAction[][] = [];
-    for (let i = 0; i < actions.length; i += BATCH) chunks.push(actions.slice(i, i + BATCH));
+    const byPartition = new Map<string, number[]>();
+    actions.forEach((action, i) => {
+      const partition = String((action[1] as { partitionKey: string }).partitionKey);
+      const list = byPartition.get(partition);
+      if (list) list.push(i);
+      else byPartition.set(partition, [i]);
+    });
+    const chunks: number[][] = [];
+    for (const indexes of byPartition.values()) for (let i = 0; i < indexes.length; i += BATCH) chunks.push(indexes.slice(i, i + BATCH));
     const etags: Array<string | undefined> = new Array(actions.length);
     let next = 0;
     const worker = async () => {
       while (next < chunks.length) {
-        const index = next++;
-        const response = await this.client.submitTransaction(chunks[index]);
-        response.subResponses.forEach((sub, i) => (etags[index * BATCH + i] = sub.etag));
+        const chunk = chunks[next++];
+        const response = await this.client.submitTransaction(chunk.map((i) => actions[i]));
+        response.subResponses.forEach((sub, k) => (etags[chunk[k]] = sub.etag));
       }
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, chunks.length) }, worker));
@@ -69,35 +96,45 @@ export class TableLedger {
 
   // ----------------------------------------------------------------------------------- placement index
 
+  /** Upserts placement rows, batched per cluster partition (a bulk import costs one request per 100). */
   async upsertPlacements(rows: PlacementFacts[]): Promise<void> {
-    await Promise.all(
-      rows.map(async (row) => {
-        await this.client.upsertEntity(placementEntity(row), 'Replace');
-      }),
-    );
+    await this.submit(rows.map((row) => ['upsert', placementEntity(row), 'Replace']));
   }
 
   /** Removes a placement row unless a newer binding revision wrote it since (ETag-checked). */
   async removePlacement(cluster: string, bindingKey: string, upToRev: number): Promise<void> {
     try {
-      const entity = await this.client.getEntity<{ rev: number }>(cluster, PLACEMENT + bindingKey);
+      const partition = clusterPartition(cluster, bindingKey);
+      const entity = await this.client.getEntity<{ rev: number }>(partition, PLACEMENT + bindingKey);
       if (Number(entity.rev) > upToRev) return;
-      await this.client.deleteEntity(cluster, PLACEMENT + bindingKey, { etag: entity.etag });
+      await this.client.deleteEntity(partition, PLACEMENT + bindingKey, { etag: entity.etag });
     } catch (error) {
       const status = statusOf(error);
       if (status !== 404 && status !== 412) throw error;
     }
   }
 
+  /** A cluster's placement rows and ledger rows in one range query (the taint manager reads both). */
+  async listClusterRows(cluster: string): Promise<{ placements: PlacementFacts[]; evictions: VersionedEviction[] }> {
+    const rows = await this.query<Record<string, unknown>>(`${clusterRange(cluster)} and ${odata`RowKey ge ${PLACEMENT} and RowKey lt ${'e;'}`}`);
+    const placements: PlacementFacts[] = [];
+    const evictions: VersionedEviction[] = [];
+    for (const row of rows) {
+      if (row.rowKey.startsWith(PLACEMENT)) placements.push(placementFromEntity(row));
+      else if (row.rowKey.startsWith(EVICTION)) evictions.push({ record: evictionFromEntity(row), etag: row.etag });
+    }
+    return { placements, evictions };
+  }
+
   async listPlacements(cluster: string): Promise<PlacementFacts[]> {
-    const rows = await this.query<Record<string, unknown>>(odata`PartitionKey eq ${cluster} and RowKey ge ${PLACEMENT} and RowKey lt ${'b;'}`);
+    const rows = await this.query<Record<string, unknown>>(`${clusterRange(cluster)} and ${odata`RowKey ge ${PLACEMENT} and RowKey lt ${'b;'}`}`);
     return rows.map(placementFromEntity);
   }
 
   // ----------------------------------------------------------------------------------- ledger rows
 
   async listEvictions(cluster: string, states?: readonly EvictionState[]): Promise<VersionedEviction[]> {
-    let filter = odata`PartitionKey eq ${cluster} and RowKey ge ${EVICTION} and RowKey lt ${'e;'}`;
+    let filter = `${clusterRange(cluster)} and ${odata`RowKey ge ${EVICTION} and RowKey lt ${'e;'}`}`;
     if (states && states.length > 0) filter += ` and (${states.map((s) => odata`state eq ${s}`).join(' or ')})`;
     return (await this.query<Record<string, unknown>>(filter)).map((e) => ({ record: evictionFromEntity(e), etag: e.etag }));
   }
@@ -105,14 +142,14 @@ export class TableLedger {
   /** Ledger rows across clusters (the API and the blocked-row retry); a filtered scan. */
   async scanEvictions(filter: { cluster?: string; state?: EvictionState }): Promise<VersionedEviction[]> {
     const clauses = [odata`RowKey ge ${EVICTION} and RowKey lt ${'e;'}`];
-    if (filter.cluster) clauses.push(odata`PartitionKey eq ${filter.cluster}`);
+    if (filter.cluster) clauses.push(clusterRange(filter.cluster));
     if (filter.state) clauses.push(odata`state eq ${filter.state}`);
     return (await this.query<Record<string, unknown>>(clauses.join(' and '))).map((e) => ({ record: evictionFromEntity(e), etag: e.etag }));
   }
 
   async getEviction(cluster: string, bindingKey: string): Promise<VersionedEviction | undefined> {
     try {
-      const entity = await this.client.getEntity<Record<string, unknown>>(cluster, EVICTION + bindingKey);
+      const entity = await this.client.getEntity<Record<string, unknown>>(clusterPartition(cluster, bindingKey), EVICTION + bindingKey);
       return { record: evictionFromEntity(entity), etag: String(entity.etag) };
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
@@ -128,8 +165,7 @@ export class TableLedger {
     const actions: TransactionAction[] = rows.map(({ record, replaceEtag }) =>
       replaceEtag ? ['update', evictionEntity(record), 'Replace', { etag: replaceEtag }] : ['create', evictionEntity(record)],
     );
-    const due: TransactionAction[] = rows.filter((r) => r.record.state === 'pending').map(({ record }) => ['upsert', dueEntity(record), 'Replace']);
-    await Promise.all([this.submitOrOneByOne(actions), this.submit(due)]);
+    await Promise.all([this.submitOrOneByOne(actions), this.addDue(rows.filter((r) => r.record.state === 'pending').map((r) => r.record))]);
   }
 
   /** A batch fails whole on one conflict; then each row is tried alone and rows that exist are skipped. */
@@ -173,7 +209,7 @@ export class TableLedger {
   async commitEviction(record: EvictionRecord, etag: string): Promise<boolean> {
     const tx = new TableTransaction();
     tx.updateEntity(evictionEntity(record) as never, 'Replace', { etag });
-    tx.deleteEntity(record.cluster, PLACEMENT + record.bindingKey);
+    tx.deleteEntity(clusterPartition(record.cluster, record.bindingKey), PLACEMENT + record.bindingKey);
     try {
       await this.client.submitTransaction(tx.actions);
       return true;
@@ -190,26 +226,54 @@ export class TableLedger {
 
   // ----------------------------------------------------------------------------------- due order
 
-  async listDue(horizon: string, limit: number): Promise<DueRef[]> {
-    const out: DueRef[] = [];
+  /** Due groups (due by `horizon`) in due order. */
+  async listDue(horizon: string, limit: number): Promise<DueGroup[]> {
+    const out: DueGroup[] = [];
     const pages = this.client
-      .listEntities<{ cluster: string; bindingKey: string; dueAt: string }>({ queryOptions: { filter: odata`PartitionKey eq ${DUE} and RowKey le ${horizon + '~'}` } })
+      .listEntities<{ cluster: string; shard: string; dueAt: string }>({ queryOptions: { filter: odata`PartitionKey eq ${DUE} and RowKey le ${horizon + '~'}` } })
       .byPage({ maxPageSize: Math.min(1000, Math.max(1, limit)) });
     for await (const page of pages) {
       for (const e of page) {
-        out.push({ dueAt: e.dueAt, cluster: e.cluster, bindingKey: e.bindingKey, rowKey: e.rowKey! });
+        out.push({ dueAt: e.dueAt, cluster: e.cluster, shard: e.shard, rowKey: e.rowKey! });
         if (out.length >= limit) return out;
       }
     }
     return out;
   }
 
-  async deleteDue(refs: DueRef[]): Promise<void> {
-    await this.submit(refs.map((ref) => ['delete', { partitionKey: DUE, rowKey: ref.rowKey }]));
+  /** Up to `limit` pending rows of a due group, with their ETags. */
+  async pendingInGroup(group: DueGroup, limit: number): Promise<VersionedEviction[]> {
+    const filter = odata`PartitionKey eq ${`${group.cluster}|${group.shard}`} and RowKey ge ${EVICTION} and RowKey lt ${'e;'} and state eq ${'pending'} and dueAt eq ${group.dueAt}`;
+    const out: VersionedEviction[] = [];
+    const pages = this.client.listEntities<Record<string, unknown>>({ queryOptions: { filter } }).byPage({ maxPageSize: Math.min(1000, Math.max(1, limit)) });
+    for await (const page of pages) {
+      for (const e of page) {
+        out.push({ record: evictionFromEntity(e), etag: String(e.etag) });
+        if (out.length >= limit) return out;
+      }
+    }
+    return out;
   }
 
+  async deleteDue(groups: DueGroup[]): Promise<void> {
+    for (const group of groups) {
+      try {
+        await this.client.deleteEntity(DUE, group.rowKey);
+      } catch (error) {
+        if (statusOf(error) !== 404) throw error;
+      }
+    }
+  }
+
+  /** Makes sure the due groups of these pending rows exist (one row per cluster shard and due time). */
   async addDue(records: EvictionRecord[]): Promise<void> {
-    await this.submit(records.map((record) => ['upsert', dueEntity(record), 'Replace']));
+    const groups = new Map<string, Record<string, unknown>>();
+    for (const record of records) {
+      const shard = shardOf(record.bindingKey);
+      const rowKey = `${record.dueAt}|${record.cluster}|${shard}`;
+      groups.set(rowKey, { partitionKey: DUE, rowKey, dueAt: record.dueAt, cluster: record.cluster, shard });
+    }
+    await this.submit([...groups.values()].map((entity) => ['upsert', entity as { partitionKey: string; rowKey: string }, 'Replace']));
   }
 
   // ----------------------------------------------------------------------------------- pacer state
@@ -252,8 +316,9 @@ export class TableLedger {
 
 function placementEntity(row: PlacementFacts) {
   return {
-    partitionKey: row.cluster,
+    partitionKey: clusterPartition(row.cluster, bindingKeyOf(row)),
     rowKey: PLACEMENT + bindingKeyOf(row),
+    cluster: row.cluster,
     kind: row.kind,
     namespace: row.namespace ?? '',
     name: row.name,
@@ -271,7 +336,7 @@ function bindingKeyOf(row: { kind: string; namespace?: string; name: string }): 
 
 function placementFromEntity(e: Record<string, unknown>): PlacementFacts {
   return {
-    cluster: String(e.partitionKey),
+    cluster: String(e.cluster),
     kind: e.kind as PlacementFacts['kind'],
     ...(e.namespace ? { namespace: String(e.namespace) } : {}),
     name: String(e.name),
@@ -283,22 +348,38 @@ function placementFromEntity(e: Record<string, unknown>): PlacementFacts {
   };
 }
 
-const OPTIONAL_EVICTION_FIELDS = ['namespace', 'scheduledFor', 'executedAt', 'message'] as const;
+/**
+ * Columns the service filters on stay properties (state, dueAt, cluster); the frozen decision travels as
+ * one JSON property, which keeps rows small and cheap to write in bulk.
+ */
+const COLUMNS = ['state', 'dueAt', 'scheduledFor', 'executedAt', 'attempts', 'message', 'updatedAt'] as const;
+// Derived from the keys (cluster from the partition, the binding from the row key), so not stored again.
+const DERIVED = ['cluster', 'bindingKey', 'kind', 'namespace', 'name'];
 
 function evictionEntity(record: EvictionRecord) {
-  const entity: Record<string, unknown> = { partitionKey: record.cluster, rowKey: EVICTION + record.bindingKey, ...record };
-  for (const field of OPTIONAL_EVICTION_FIELDS) entity[field] = record[field] ?? '';
+  const decision: Record<string, unknown> = {};
+  const entity: Record<string, unknown> = { partitionKey: clusterPartition(record.cluster, record.bindingKey), rowKey: EVICTION + record.bindingKey };
+  for (const [key, value] of Object.entries(record)) {
+    if ((COLUMNS as readonly string[]).includes(key)) entity[key] = value;
+    else if (!DERIVED.includes(key)) decision[key] = value;
+  }
+  entity.decision = JSON.stringify(decision);
   return entity as { partitionKey: string; rowKey: string };
 }
 
 function evictionFromEntity(e: Record<string, unknown>): EvictionRecord {
-  const record: Record<string, unknown> = {};
-  for (const key of ['cluster', 'bindingKey', 'kind', 'name', 'resourceKind', 'state', 'reason', 'purgeMode', 'why', 'taints', 'dueAt', 'decidedAt', 'updatedAt']) record[key] = String(e[key] ?? '');
-  for (const key of ['replicas', 'decisionRev', 'attempts']) record[key] = Number(e[key] ?? 0);
-  for (const key of OPTIONAL_EVICTION_FIELDS) if (e[key]) record[key] = String(e[key]);
+  const bindingKey = String(e.rowKey).slice(EVICTION.length);
+  const record: Record<string, unknown> = {
+    ...JSON.parse(String(e.decision ?? '{}')),
+    cluster: String(e.partitionKey).split('|')[0],
+    bindingKey,
+    ...parseBindingKey(bindingKey),
+  };
+  for (const key of COLUMNS) {
+    const value = e[key];
+    if (value === undefined || value === null || value === '') continue;
+    record[key] = key === 'attempts' ? Number(value) : String(value);
+  }
+  record.attempts = Number(record.attempts ?? 0);
   return record as unknown as EvictionRecord;
-}
-
-function dueEntity(record: EvictionRecord) {
-  return { partitionKey: DUE, rowKey: `${record.dueAt}|${record.cluster}|${record.bindingKey}`, dueAt: record.dueAt, cluster: record.cluster, bindingKey: record.bindingKey };
 }

@@ -39,6 +39,9 @@ describe('README', () => {
     const cluster = (await (await fetch(`${host.url}/api/clusters/member1`)).json()) as any;
     expect(cluster.spec.taints).toEqual([expect.objectContaining({ key: 'maintenance', effect: 'NoSchedule' })]);
     expect(cluster.status.policyWindows).toEqual([expect.objectContaining({ policy: 'detect-cluster-not-ready', matched: true })]);
+    const nginx = (await (await fetch(`${host.url}/api/resourcebindings/default/nginx`)).json()) as any;
+    expect(nginx.spec.failover).toEqual({ cluster: { purgeMode: 'Directly', tolerationSeconds: 100 } });
+    expect(((await (await fetch(`${host.url}/api/fleet`)).json()) as any).paused).toBe(false);
   });
 
   it('documents every app setting the code reads, with its default', () => {
