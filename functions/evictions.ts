@@ -1,5 +1,6 @@
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { z } from 'zod';
+import type { EvictionMessage } from '../shared/controllers/deps';
 import { executeEviction } from '../shared/controllers/evictionWorker';
 import { runPacer } from '../shared/controllers/pacer';
 import { QUEUES } from '../shared/queue/storageQueue';
@@ -15,6 +16,20 @@ const evictionMessage = z.object({
   bindingKey: z.string().min(1).max(400),
   etag: z.string().min(1),
   slot: z.iso.datetime({ offset: true }),
+  // The scheduled row; writes made from it are conditional on `etag`.
+  record: z
+    .looseObject({
+      cluster: z.string(),
+      bindingKey: z.string(),
+      kind: z.enum(['ResourceBinding', 'ClusterResourceBinding']),
+      name: z.string(),
+      state: z.enum(['pending', 'scheduled', 'done', 'abandoned', 'blocked', 'failed']),
+      purgeMode: z.enum(['Directly', 'Gracefully']),
+      dueAt: z.string(),
+      decidedAt: z.string(),
+      attempts: z.number(),
+    })
+    .optional(),
 });
 
 /** One paced eviction; idempotent under at-least-once delivery (see shared/controllers/evictionWorker.ts). */
@@ -24,7 +39,7 @@ export async function evictionWorker(message: unknown, ctx: InvocationContext): 
     ctx.error(`dropping malformed eviction message: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     return;
   }
-  await executeEviction(controlPlane(), parsed.data);
+  await executeEviction(controlPlane(), parsed.data as EvictionMessage);
 }
 
 app.timer('evictionPacer', { schedule: '* * * * * *', runOnStartup: false, useMonitor: false, handler: evictionPacer });

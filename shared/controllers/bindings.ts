@@ -28,6 +28,8 @@ const projection = (row: PlacementFacts) => JSON.stringify({ ...row, rev: 0 });
 export interface BindingWriteOptions {
   /** Clusters whose placement rows the caller already removed (the eviction worker's commit). */
   placementsAlreadyRemoved?: string[];
+  /** The version the caller just read, to save a read on the first attempt. */
+  current?: Versioned<BindingRecord>;
 }
 
 /**
@@ -58,7 +60,7 @@ export async function writeBinding<R>(
     if (changed.length > 0) await plane.ledger.upsertPlacements(changed);
     written = next;
     return write(next, decision.result);
-  });
+  }, options.current);
   const after = new Set((written?.spec.clusters ?? []).map((c) => c.name));
   const skip = new Set(options.placementsAlreadyRemoved ?? []);
   const removedRev = written?.rev ?? (previous?.rev ?? 0) + 1;

@@ -3,6 +3,7 @@ import type { AppConfig } from '../config';
 import type { MessageQueue } from '../queue/storageQueue';
 import type { DocumentStore, EventLog } from '../store/ports';
 import type { Logger } from '../telemetry/log';
+import type { EvictionRecord } from '../failover/bindingModel';
 import type { TableLedger } from '../store/ledgerTable';
 import type { FailoverMetrics } from '../telemetry/metrics';
 import type { BindingRecord, ClusterRecord, PolicyRecord } from './records';
@@ -26,6 +27,8 @@ export interface EvictionMessage {
   bindingKey: string;
   etag: string;
   slot: string;
+  /** The row as the pacer wrote it (the frozen decision), so the worker need not read it back. */
+  record?: EvictionRecord;
 }
 
 /** The eviction ledger port; its one adapter is the Table one. */

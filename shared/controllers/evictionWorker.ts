@@ -5,7 +5,9 @@ import { keep, write } from '../store/optimistic';
 import { writeBinding } from './bindings';
 import type { ControlPlane, EvictionMessage } from './deps';
 import { fleetClusters } from './fleet';
-import { unschedule } from './pacer';
+import { recentPacerState, unschedule } from './pacer';
+import type { Versioned } from '../store/ports';
+import type { BindingRecord } from './records';
 import { evictionEvent } from './taintManager';
 
 const MAX_SLOT_WAIT_MS = 15_000;
@@ -21,12 +23,14 @@ export type WorkerOutcome = 'evicted' | 'duplicate' | 'postponed' | 'blocked' | 
 export async function executeEviction(plane: ControlPlane, message: EvictionMessage): Promise<WorkerOutcome> {
   const wait = Date.parse(message.slot) - plane.clock.now().getTime();
   if (wait > 0) await sleep(Math.min(wait, MAX_SLOT_WAIT_MS));
-  const row = await plane.ledger.getEviction(message.cluster, message.bindingKey);
+  // The message carries the row as scheduled; every write below is conditional on its ETag, so a row that
+  // changed meanwhile (abandoned, done) is never acted on. Older messages without it read the row.
+  const row = message.record ? { record: message.record, etag: message.etag } : await plane.ledger.getEviction(message.cluster, message.bindingKey);
   if (!row) return 'duplicate';
   if (row.record.state === 'done') return (await finishCommitted(plane, row.record, true)) ? 'evicted' : 'duplicate';
   if (row.record.state !== 'scheduled' || row.etag !== message.etag) return 'duplicate';
 
-  const { state } = await plane.ledger.getPacerState();
+  const state = await recentPacerState(plane);
   const hold = !plane.config.failoverEnabled ? 'the Failover gate is off' : state.paused ? 'evictions are paused' : state.tier === 'halted' ? 'evictions are halted: too many clusters are faulty' : undefined;
   if (hold) {
     await unschedule(plane, row.record, row.etag, hold);
@@ -38,7 +42,8 @@ export async function executeEviction(plane: ControlPlane, message: EvictionMess
   const now = plane.clock.now();
   if (!binding || !placedOn.includes(message.cluster)) {
     const left = { ...row.record, state: 'abandoned' as const, message: binding ? 'the binding is no longer on this cluster' : 'the binding was deleted', updatedAt: now.toISOString() };
-    if ((await plane.ledger.updateEviction(left, row.etag)) !== false) plane.metrics.recordProcessed(row.record.kind, 'abandoned');
+    if ((await plane.ledger.updateEviction(left, row.etag)) === false) return 'duplicate';
+    plane.metrics.recordProcessed(row.record.kind, 'abandoned');
     return 'left';
   }
 
@@ -56,8 +61,14 @@ export async function executeEviction(plane: ControlPlane, message: EvictionMess
   // Commit point. decisionRev now records the binding revision the eviction applies to, so a redelivered
   // message can finish an interrupted eviction but never evict a later placement.
   const committed: EvictionRecord = { ...row.record, state: 'done', executedAt: now.toISOString(), attempts: row.record.attempts + 1, decisionRev: binding.value.rev, updatedAt: now.toISOString() };
-  if (!(await plane.ledger.commitEviction(committed, row.etag))) return 'lost-race';
-  await finishCommitted(plane, committed, false);
+  if (!(await plane.ledger.commitEviction(committed, row.etag))) {
+    // Someone changed the row first. If it is `done`, this is a redelivery of an eviction that was
+    // committed but not finished (the host died in between): finish it.
+    const latest = await plane.ledger.getEviction(message.cluster, message.bindingKey);
+    if (latest?.record.state === 'done' && (await finishCommitted(plane, latest.record, true))) return 'evicted';
+    return 'lost-race';
+  }
+  await finishCommitted(plane, committed, false, binding);
   const latency = (now.getTime() - Date.parse(row.record.decidedAt)) / 1000;
   plane.metrics.recordProcessed(row.record.kind, 'success', latency);
   await plane.events.append([evictionEvent(committed, 'Evicted', `evicted from ${message.cluster} (${committed.purgeMode}): ${committed.why}`, 'Warning', now.toISOString())]);
@@ -69,7 +80,7 @@ export async function executeEviction(plane: ControlPlane, message: EvictionMess
  * Removes the cluster from the binding and records the graceful-eviction task; idempotent. A redelivered
  * message (`redelivery`) finishes only if the binding is still at the revision the commit saw.
  */
-async function finishCommitted(plane: ControlPlane, record: EvictionRecord, redelivery: boolean): Promise<boolean> {
+async function finishCommitted(plane: ControlPlane, record: EvictionRecord, redelivery: boolean, current?: Versioned<BindingRecord>): Promise<boolean> {
   const { result } = await writeBinding<boolean>(
     plane,
     record.bindingKey,
@@ -95,7 +106,7 @@ async function finishCommitted(plane: ControlPlane, record: EvictionRecord, rede
       current.generation += 1;
       return write(current, true);
     },
-    { placementsAlreadyRemoved: [record.cluster] },
+    { placementsAlreadyRemoved: [record.cluster], current },
   );
   return result;
 }

@@ -89,7 +89,7 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
       scheduled++;
       const slot = slots[i];
       const delaySeconds = Math.max(0, Math.floor((slot - nowMs) / 1000) - SLOT_LEAD_SECONDS);
-      sent.push(plane.evictions.send({ cluster: claimed[i].record.cluster, bindingKey: claimed[i].record.bindingKey, etag: newEtag, slot: new Date(slot).toISOString() }, { delaySeconds }));
+      sent.push(plane.evictions.send({ cluster: claimed[i].record.cluster, bindingKey: claimed[i].record.bindingKey, etag: newEtag, slot: new Date(slot).toISOString(), record: updates[k].record }, { delaySeconds }));
     });
   }
   await Promise.all(sent);
@@ -100,6 +100,19 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
     plane.log.info('evictions scheduled', { count: scheduled, tier: health.tier, rate: health.rate, firstSlot: new Date(slots[0]).toISOString() });
   }
   return { tier: health.tier, rate: health.rate, scheduled };
+}
+
+/**
+ * The pause switch and tier as this process last read them, at most `maxAgeMs` old: the worker checks them
+ * before every eviction, and a second-old answer still stops evictions within seconds.
+ */
+const stateCache = new WeakMap<ControlPlane, { at: number; state: PacerState }>();
+export async function recentPacerState(plane: ControlPlane, maxAgeMs = 1000): Promise<PacerState> {
+  const hit = stateCache.get(plane);
+  if (hit && Date.now() - hit.at < maxAgeMs) return hit.state;
+  const { state } = await plane.ledger.getPacerState();
+  stateCache.set(plane, { at: Date.now(), state });
+  return state;
 }
 
 /** POST /api/failover/pause and /resume: a stored switch the pacer and the worker read. */

@@ -20,9 +20,11 @@ export async function mutate<T, R>(
   store: DocumentStore<T>,
   id: string,
   change: (current: Versioned<T> | undefined, attempt: number) => Mutation<T, R> | Promise<Mutation<T, R>>,
+  /** A version the caller has just read: the first attempt uses it instead of reading again. */
+  initial?: Versioned<T>,
 ): Promise<{ result: R; etag?: string }> {
   for (let attempt = 1; ; attempt++) {
-    const current = await store.get(id);
+    const current = attempt === 1 && initial ? initial : await store.get(id);
     const decision = await change(current, attempt);
     try {
       if (decision.kind === 'keep') return { result: decision.result, etag: current?.etag };
