@@ -204,6 +204,16 @@ async function planningRun(count: number) {
 }
 
 async function main() {
+  // `npm run bench -- evictions` measures only the eviction runs (a quick check while tuning); the full
+  // run, with no argument, writes bench-results.json.
+  if (process.argv[2] === 'evictions') {
+    for (const hosts of [1, 2, 4]) console.log(JSON.stringify(await evictionRun(hosts, 5, 60)));
+    return;
+  }
+  if (process.argv[2] === 'planning') {
+    console.log(JSON.stringify(await planningRun(20_000)));
+    return;
+  }
   const startup = await startupTime(5);
   const latency = await taintLatency(20, 3, 4);
   const configuredRate = 5;

@@ -1,6 +1,6 @@
 import { assignSlots } from '../failover/evictionDecision';
 import type { EvictionRecord } from '../failover/bindingModel';
-import type { DueGroup, PacerState } from '../store/ledgerTable';
+import { DueGroup, PacerState, shardOf } from '../store/ledgerTable';
 import type { ControlPlane } from './deps';
 import { currentFleetHealth } from './fleet';
 import { evictionEvent } from './taintManager';
@@ -39,18 +39,29 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
     return { tier: health.tier, rate: health.rate, scheduled: 0, skipped };
   }
 
-  // Candidates in due order: due groups (cluster shard + due time), then their pending rows. A group with
-  // no pending rows left (taken, or abandoned on recovery) is dropped.
+  // Candidates in due order: due groups (one per cluster shard and due time) say which clusters have rows
+  // due when; one range query per (due time, cluster) then reads those rows across the cluster's shards.
   const limit = Math.ceil((health.rate * WINDOW_MS) / 1000) + 1;
-  const groups = await plane.ledger.listDue(new Date(nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS).toISOString(), 100);
-  const ready: Array<{ record: EvictionRecord; etag: string; group: DueGroup }> = [];
-  const exhausted: DueGroup[] = [];
+  const groups = await plane.ledger.listDue(new Date(nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS).toISOString(), 500);
+  const buckets = new Map<string, DueGroup[]>();
   for (const group of groups) {
+    const id = `${group.dueAt}|${group.cluster}`;
+    const bucket = buckets.get(id);
+    if (bucket) bucket.push(group);
+    else buckets.set(id, [group]);
+  }
+  const ready: Array<{ record: EvictionRecord; etag: string; group: string }> = [];
+  const exhausted: DueGroup[] = [];
+  for (const bucket of buckets.values()) {
     if (ready.length >= limit) break;
     const wanted = limit - ready.length;
-    const rows = await plane.ledger.pendingInGroup(group, wanted + 1);
-    for (const row of rows.slice(0, wanted)) ready.push({ ...row, group });
-    if (rows.length <= wanted) exhausted.push(group);
+    const { dueAt, cluster } = bucket[0];
+    const rows = await plane.ledger.pendingDue(cluster, dueAt, wanted + 1);
+    const taken = rows.slice(0, wanted);
+    for (const row of taken) ready.push({ ...row, group: `${dueAt}|${cluster}|${shardOf(row.record.bindingKey)}` });
+    // Rows come in shard order: shards before the last one read have nothing more due at this time.
+    const lastShard = rows.length > wanted ? shardOf(rows[rows.length - 1].record.bindingKey) : '~';
+    exhausted.push(...bucket.filter((g) => g.shard < lastShard));
   }
   const { slots, nextFreeSlot } = assignSlots(
     ready.map((r) => Date.parse(r.record.dueAt)),
@@ -94,7 +105,7 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   }
   await Promise.all(sent);
   // A group is dropped only when every one of its rows got a slot; otherwise it is read again next time.
-  const unclaimed = new Set(ready.slice(claimed.length).map((r) => r.group.rowKey));
+  const unclaimed = new Set(ready.slice(claimed.length).map((r) => r.group));
   await plane.ledger.deleteDue(exhausted.filter((g) => !unclaimed.has(g.rowKey)));
   if (scheduled > 0) {
     plane.log.info('evictions scheduled', { count: scheduled, tier: health.tier, rate: health.rate, firstSlot: new Date(slots[0]).toISOString() });

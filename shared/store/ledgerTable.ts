@@ -241,9 +241,9 @@ export class TableLedger {
     return out;
   }
 
-  /** Up to `limit` pending rows of a due group, with their ETags. */
-  async pendingInGroup(group: DueGroup, limit: number): Promise<VersionedEviction[]> {
-    const filter = odata`PartitionKey eq ${`${group.cluster}|${group.shard}`} and RowKey ge ${EVICTION} and RowKey lt ${'e;'} and state eq ${'pending'} and dueAt eq ${group.dueAt}`;
+  /** Up to `limit` pending rows of a cluster due at `dueAt`, across its shards (in shard order), with ETags. */
+  async pendingDue(cluster: string, dueAt: string, limit: number): Promise<VersionedEviction[]> {
+    const filter = `${clusterRange(cluster)} and ${odata`RowKey ge ${EVICTION} and RowKey lt ${'e;'} and state eq ${'pending'} and dueAt eq ${dueAt}`}`;
     const out: VersionedEviction[] = [];
     const pages = this.client.listEntities<Record<string, unknown>>({ queryOptions: { filter } }).byPage({ maxPageSize: Math.min(1000, Math.max(1, limit)) });
     for await (const page of pages) {
@@ -256,11 +256,17 @@ export class TableLedger {
   }
 
   async deleteDue(groups: DueGroup[]): Promise<void> {
-    for (const group of groups) {
-      try {
-        await this.client.deleteEntity(DUE, group.rowKey);
-      } catch (error) {
-        if (statusOf(error) !== 404) throw error;
+    if (groups.length === 0) return;
+    try {
+      await this.submit(groups.map((group) => ['delete', { partitionKey: DUE, rowKey: group.rowKey }]));
+    } catch {
+      // One of them was already gone (a batch fails whole): delete one at a time.
+      for (const group of groups) {
+        try {
+          await this.client.deleteEntity(DUE, group.rowKey);
+        } catch (error) {
+          if (statusOf(error) !== 404) throw error;
+        }
       }
     }
   }
