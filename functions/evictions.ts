@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { EvictionMessage } from '../shared/controllers/deps';
 import { executeEviction } from '../shared/controllers/evictionWorker';
 import { runPacer } from '../shared/controllers/pacer';
+import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
 import { controlPlane } from '../shared/runtime';
 
@@ -34,12 +35,9 @@ const evictionMessage = z.object({
 
 /** One paced eviction; idempotent under at-least-once delivery (see shared/controllers/evictionWorker.ts). */
 export async function evictionWorker(message: unknown, ctx: InvocationContext): Promise<void> {
-  const parsed = evictionMessage.safeParse(message);
-  if (!parsed.success) {
-    ctx.error(`dropping malformed eviction message: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-    return;
-  }
-  await executeEviction(controlPlane(), parsed.data as EvictionMessage);
+  const parsed = parseQueueMessage(evictionMessage, message, ctx, 'eviction');
+  if (!parsed) return;
+  await executeEviction(controlPlane(), parsed as EvictionMessage);
 }
 
 app.timer('evictionPacer', { schedule: '* * * * * *', runOnStartup: false, useMonitor: false, handler: evictionPacer });

@@ -2,6 +2,7 @@ import { app, InvocationContext } from '@azure/functions';
 import { z } from 'zod';
 import { sleep } from '../shared/clock';
 import { EVALUATION_LEAD_SECONDS, evaluateCluster, scheduleEvaluation } from '../shared/controllers/taintController';
+import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
 import { controlPlane } from '../shared/runtime';
 
@@ -17,23 +18,19 @@ const evaluationMessage = z.object({
  * within a few milliseconds of it. Idempotent: evaluation is a function of stored state and time.
  */
 export async function taintEvaluation(message: unknown, ctx: InvocationContext): Promise<void> {
-  const parsed = evaluationMessage.safeParse(message);
-  if (!parsed.success) {
-    // A malformed message can never succeed: log and drop it rather than poison-looping.
-    ctx.error(`dropping malformed taint evaluation message: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-    return;
-  }
+  const parsed = parseQueueMessage(evaluationMessage, message, ctx, 'taint evaluation');
+  if (!parsed) return;
   const plane = controlPlane();
-  if (parsed.data.dueAt) {
-    const dueAt = new Date(parsed.data.dueAt);
+  if (parsed.dueAt) {
+    const dueAt = new Date(parsed.dueAt);
     const wait = dueAt.getTime() - plane.clock.now().getTime();
     if (wait > (EVALUATION_LEAD_SECONDS + 3) * 1000) {
-      await scheduleEvaluation(plane, parsed.data.cluster, dueAt);
+      await scheduleEvaluation(plane, parsed.cluster, dueAt);
       return;
     }
     if (wait > 0) await sleep(wait);
   }
-  await evaluateCluster(plane, parsed.data.cluster);
+  await evaluateCluster(plane, parsed.cluster);
 }
 
 app.storageQueue('taintEvaluation', { queueName: QUEUES.taintEvaluations, connection: 'AzureWebJobsStorage', handler: taintEvaluation });

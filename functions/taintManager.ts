@@ -1,6 +1,7 @@
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { z } from 'zod';
 import { manageCluster, resyncTaintManager, retryBlocked } from '../shared/controllers/taintManager';
+import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
 import { controlPlane } from '../shared/runtime';
 
@@ -8,15 +9,12 @@ const managerMessage = z.object({ cluster: z.string().min(1).max(63), reason: z.
 
 /** A cluster's faulty taints changed (or a binding landed on a faulty cluster): plan or abandon its evictions. */
 export async function taintManager(message: unknown, ctx: InvocationContext): Promise<void> {
-  const parsed = managerMessage.safeParse(message);
-  if (!parsed.success) {
-    ctx.error(`dropping malformed taint manager message: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-    return;
-  }
+  const parsed = parseQueueMessage(managerMessage, message, ctx, 'taint manager');
+  if (!parsed) return;
   const plane = controlPlane();
-  await manageCluster(plane, parsed.data.cluster);
+  await manageCluster(plane, parsed.cluster);
   // The fleet changed: evictions blocked for want of a target get another chance.
-  if (parsed.data.reason === 'taints-changed') await retryBlocked(plane);
+  if (parsed.reason === 'taints-changed') await retryBlocked(plane);
 }
 
 /** Every 30 s: the taint manager's resync (missed triggers, lost messages, blocked rows, gauges). */

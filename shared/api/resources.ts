@@ -44,6 +44,25 @@ export const conditionType = z
   .max(316, 'must be at most 316 characters')
   .regex(CONDITION_TYPE, 'must be a condition type such as "Ready" or "example.com/DiskPressure"');
 
+/**
+ * Reports each item whose identity repeats an earlier one, at `path(index)`, naming where the first one is.
+ */
+function flagDuplicates<T>(
+  items: readonly T[] | undefined,
+  identity: (item: T) => string,
+  ctx: z.RefinementCtx,
+  path: (index: number) => PropertyKey[],
+  message: (id: string, firstIndex: number) => string,
+): void {
+  const seen = new Map<string, number>();
+  items?.forEach((item, index) => {
+    const id = identity(item);
+    const first = seen.get(id);
+    if (first !== undefined) ctx.addIssue({ code: 'custom', path: path(index), message: message(id, first) });
+    else seen.set(id, index);
+  });
+}
+
 const timestamp = z.iso.datetime({ offset: true, message: 'must be an RFC 3339 time such as 2025-01-17T02:36:26Z' });
 
 const labels = z.record(qualifiedName, labelValue);
@@ -133,16 +152,9 @@ export const clusterSchema = strictObject({
   spec: clusterSpecSchema.optional(),
   // Status is owned by health reports; like the Kubernetes status subresource it is ignored on apply.
   status: z.unknown().optional(),
-}).superRefine((cluster, ctx) => {
-  const seen = new Map<string, number>();
-  cluster.spec?.taints?.forEach((taint, index) => {
-    const id = `${taint.key}:${taint.effect}`;
-    const first = seen.get(id);
-    if (first !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['spec', 'taints', index], message: `duplicate taint ${id} (also at spec.taints[${first}]); taints are unique by key and effect` });
-    } else seen.set(id, index);
-  });
-});
+}).superRefine((cluster, ctx) =>
+  flagDuplicates(cluster.spec?.taints, (t) => `${t.key}:${t.effect}`, ctx, (i) => ['spec', 'taints', i], (id, first) => `duplicate taint ${id} (also at spec.taints[${first}]); taints are unique by key and effect`),
+);
 export type ClusterInput = z.infer<typeof clusterSchema>;
 
 // ---------------------------------------------------------------------------------------------
@@ -171,16 +183,9 @@ export const clusterTaintPolicySpecSchema = strictObject({
   targetCluster: clusterAffinitySchema.optional(),
   matchConditions: z.array(matchConditionSchema).max(32).optional(),
   taintsToAdd: z.array(taintToAddSchema).min(1, 'must list at least one taint').max(32),
-}).superRefine((spec, ctx) => {
-  const seen = new Map<string, number>();
-  spec.taintsToAdd.forEach((taint, index) => {
-    const id = `${taint.key}:${taint.effect}`;
-    const first = seen.get(id);
-    if (first !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['taintsToAdd', index], message: `duplicate taint ${id} (also at spec.taintsToAdd[${first}]); a policy lists each key and effect once` });
-    } else seen.set(id, index);
-  });
-});
+}).superRefine((spec, ctx) =>
+  flagDuplicates(spec.taintsToAdd, (t) => `${t.key}:${t.effect}`, ctx, (i) => ['taintsToAdd', i], (id, first) => `duplicate taint ${id} (also at spec.taintsToAdd[${first}]); a policy lists each key and effect once`),
+);
 export type ClusterTaintPolicySpec = z.infer<typeof clusterTaintPolicySpecSchema>;
 
 export const clusterTaintPolicySchema = strictObject({
@@ -205,15 +210,9 @@ export const reportedConditionSchema = strictObject({
 export const statusReportSchema = strictObject({
   conditions: z.array(reportedConditionSchema).min(1, 'must report at least one condition').max(32, 'must report at most 32 conditions'),
   observedAt: timestamp.optional(),
-}).superRefine((report, ctx) => {
-  const seen = new Map<string, number>();
-  report.conditions.forEach((condition, index) => {
-    const first = seen.get(condition.type);
-    if (first !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['conditions', index, 'type'], message: `duplicate condition type "${condition.type}" (also at conditions[${first}])` });
-    } else seen.set(condition.type, index);
-  });
-});
+}).superRefine((report, ctx) =>
+  flagDuplicates(report.conditions, (c) => c.type, ctx, (i) => ['conditions', i, 'type'], (id, first) => `duplicate condition type "${id}" (also at conditions[${first}])`),
+);
 export type StatusReport = z.infer<typeof statusReportSchema>;
 
 
@@ -341,14 +340,9 @@ export const bindingSpecSchema = strictObject({
   placement: placementSchema.optional(),
   failover: failoverSchema.optional(),
   gracefulEvictionTasks: z.array(gracefulEvictionTaskSchema).max(1000).optional(),
-}).superRefine((spec, ctx) => {
-  const seen = new Map<string, number>();
-  spec.clusters?.forEach((target, index) => {
-    const first = seen.get(target.name);
-    if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['clusters', index, 'name'], message: `cluster "${target.name}" is listed twice (also at spec.clusters[${first}])` });
-    else seen.set(target.name, index);
-  });
-});
+}).superRefine((spec, ctx) =>
+  flagDuplicates(spec.clusters, (c) => c.name, ctx, (i) => ['clusters', i, 'name'], (id, first) => `cluster "${id}" is listed twice (also at spec.clusters[${first}])`),
+);
 export type BindingSpec = z.infer<typeof bindingSpecSchema>;
 
 export const resourceBindingSchema = strictObject({
