@@ -193,9 +193,12 @@ async function planningRun(count: number) {
       Array.from({ length: count }, (_, i) => ({ cluster: 'big', kind: 'ResourceBinding' as const, namespace: 'default', name: `app-${i}`, resourceKind: 'apps/v1/Deployment', replicas: 2, tolerations: [], rev: 1 })),
     );
     const started = performance.now();
+    const cpuBefore = process.cpuUsage();
     await applyCluster(plane, cluster('big', true) as never);
     const outcome = await manageCluster(plane, 'big');
     const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
+    if (process.env.BENCH_VERBOSE) console.error(`planning cpu ${(cpu.user + cpu.system) / 1e6}s over ${seconds}s wall`);
     const recorded = (await plane.ledger.listEvictions('big')).length;
     return { bindings: count, planned: outcome.planned, recorded, seconds: Math.round(seconds * 100) / 100, bindingsPerSecond: Math.round(recorded / seconds) };
   } finally {
