@@ -3,6 +3,7 @@ import { decodeApplyDocuments } from '../shared/api/decode';
 import { applyBinding } from '../shared/controllers/bindings';
 import { applyCluster } from '../shared/controllers/clusters';
 import { applyTaintPolicy } from '../shared/controllers/policies';
+import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json, readDocuments } from '../shared/http/respond';
 import { controlPlane } from '../shared/runtime';
 
@@ -10,6 +11,7 @@ import { controlPlane } from '../shared/runtime';
 export const applyObjects = httpFunction(async (req) => {
   allowMethods(req, ['POST']);
   const plane = controlPlane();
+  requireAdmin(req, plane.config.auth);
   const objects = decodeApplyDocuments(await readDocuments(req, plane.config.maxRequestBodyBytes));
   const results = [];
   for (const item of objects) {

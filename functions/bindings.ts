@@ -3,6 +3,7 @@ import { notFound } from '../shared/api/errors';
 import { deleteBinding, displayName } from '../shared/controllers/bindings';
 import { bindingResource } from '../shared/controllers/records';
 import { BindingRef, bindingKey } from '../shared/failover/bindingModel';
+import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { controlPlane } from '../shared/runtime';
 
@@ -15,6 +16,7 @@ async function serve(req: HttpRequest, ref: BindingRef | undefined, list: (key: 
   }
   allowMethods(req, ['GET', 'DELETE']);
   if (req.method.toUpperCase() === 'DELETE') {
+    requireAdmin(req, plane.config.auth);
     if (!(await deleteBinding(plane, ref))) throw notFound(`${ref.kind} "${displayName(ref)}" not found`);
     return json(200, { kind: ref.kind, name: displayName(ref), action: 'deleted' });
   }

@@ -1,10 +1,11 @@
 import { app } from '@azure/functions';
 import { badRequest } from '../shared/api/errors';
-import { decodeSingle } from '../shared/api/decode';
+import { bodyFormat, bodyText, decodeSingle, parseDocuments, readBodyBytes } from '../shared/api/decode';
 import { clusterName, statusReportSchema } from '../shared/api/resources';
 import { reportClusterStatus } from '../shared/controllers/clusters';
 import { clusterResource } from '../shared/controllers/records';
-import { ALL_METHODS, allowMethods, httpFunction, json, readDocuments } from '../shared/http/respond';
+import { verifyClusterReport } from '../shared/http/auth';
+import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { controlPlane } from '../shared/runtime';
 
 /** POST /api/clusters/{name}/status: our native health report (conditions + optional observedAt). */
@@ -13,8 +14,12 @@ export const clusterStatus = httpFunction(async (req) => {
   const name = clusterName.safeParse(req.params.name);
   if (!name.success) throw badRequest([{ path: 'name', message: `cluster name in the URL ${name.error.issues[0].message}` }]);
   const plane = controlPlane();
-  const report = decodeSingle(await readDocuments(req, plane.config.maxRequestBodyBytes), statusReportSchema);
-  const outcome = await reportClusterStatus(plane, name.data, report);
+  const format = bodyFormat(req.headers.get('content-type'));
+  const bytes = await readBodyBytes(req, plane.config.maxRequestBodyBytes);
+  // Who may report: checked on the raw bytes, before anything is parsed or stored.
+  const signed = verifyClusterReport(req, plane.config.auth, name.data, bytes, plane.clock.now());
+  const report = decodeSingle(parseDocuments(bodyText(bytes), format), statusReportSchema);
+  const outcome = await reportClusterStatus(plane, name.data, report, signed);
   return json(200, clusterResource(outcome.record, outcome.etag));
 });
 

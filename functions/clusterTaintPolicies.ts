@@ -2,6 +2,7 @@ import { app } from '@azure/functions';
 import { notFound } from '../shared/api/errors';
 import { deleteTaintPolicy } from '../shared/controllers/policies';
 import { policyResource } from '../shared/controllers/records';
+import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { controlPlane } from '../shared/runtime';
 
@@ -17,6 +18,7 @@ export const clusterTaintPolicies = httpFunction(async (req) => {
   }
   allowMethods(req, ['GET', 'DELETE']);
   if (req.method.toUpperCase() === 'DELETE') {
+    requireAdmin(req, plane.config.auth);
     if (!(await deleteTaintPolicy(plane, name))) throw notFound(`ClusterTaintPolicy "${name}" not found`);
     return json(200, { kind: 'ClusterTaintPolicy', name, action: 'deleted' });
   }

@@ -2,6 +2,7 @@ import { app } from '@azure/functions';
 import { notFound } from '../shared/api/errors';
 import { deleteCluster } from '../shared/controllers/clusters';
 import { clusterResource } from '../shared/controllers/records';
+import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { controlPlane } from '../shared/runtime';
 
@@ -17,6 +18,7 @@ export const clusters = httpFunction(async (req) => {
   }
   allowMethods(req, ['GET', 'DELETE']);
   if (req.method.toUpperCase() === 'DELETE') {
+    requireAdmin(req, plane.config.auth);
     if (!(await deleteCluster(plane, name))) throw notFound(`cluster "${name}" not found`);
     return json(200, { kind: 'Cluster', name, action: 'deleted' });
   }

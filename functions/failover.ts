@@ -5,6 +5,7 @@ import { clusterName } from '../shared/api/resources';
 import { currentFleetHealth } from '../shared/controllers/fleet';
 import { setPaused } from '../shared/controllers/pacer';
 import type { EvictionState } from '../shared/failover/bindingModel';
+import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { controlPlane } from '../shared/runtime';
 
@@ -67,6 +68,7 @@ export const failoverSwitch = httpFunction(async (req) => {
   const action = req.params.action;
   if (action !== 'pause' && action !== 'resume') throw notFound(`no failover action "${action}"; use pause or resume`);
   const plane = controlPlane();
+  requireAdmin(req, plane.config.auth);
   await setPaused(plane, action === 'pause');
   return json(200, { paused: action === 'pause', failoverEnabled: plane.config.failoverEnabled });
 });

@@ -38,6 +38,36 @@ const number = (fallback: number, check: (n: number) => string | undefined) =>
 const rate = (n: number) => (n >= 0 && n <= 1000 ? undefined : 'must be an eviction rate per second between 0 and 1000');
 const positiveInteger = (n: number) => (Number.isInteger(n) && n >= 1 ? undefined : 'must be a whole number ≥ 1');
 
+/** A secret app setting: never echoed back in an error. */
+const secret = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    if (value === undefined || value === '') return undefined;
+    if (value.length < 16) {
+      ctx.addIssue({ code: 'custom', message: 'must be at least 16 characters (the value is not shown)' });
+      return z.NEVER;
+    }
+    return value;
+  });
+
+const clusterKeys = z
+  .string()
+  .optional()
+  .transform((value, ctx) => {
+    if (value === undefined || value.trim() === '') return {};
+    try {
+      const parsed: unknown = JSON.parse(value);
+      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && Object.values(parsed).every((k) => typeof k === 'string' && k.length >= 16)) {
+        return parsed as Record<string, string>;
+      }
+    } catch {
+      // fall through to the message below; the value itself is never shown
+    }
+    ctx.addIssue({ code: 'custom', message: 'must be a JSON object of cluster name to key (keys of at least 16 characters); the value is not shown' });
+    return z.NEVER;
+  });
+
 export const settingsSchema = z.object({
   AzureWebJobsStorage: z.string().optional(),
   AUTO_REGISTER_CLUSTERS: bool(true),
@@ -50,6 +80,20 @@ export const settingsSchema = z.object({
   SECONDARY_RESOURCE_EVICTION_RATE: number(0.1, rate),
   UNHEALTHY_CLUSTER_THRESHOLD: number(0.55, (n) => (n >= 0 && n <= 1 ? undefined : 'must be a fraction between 0 and 1')),
   LARGE_CLUSTER_NUM_THRESHOLD: number(10, (n) => (Number.isInteger(n) && n >= 0 ? undefined : 'must be a whole number ≥ 0')),
+  AUTH_MODE: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      const mode = (value ?? '').trim().toLowerCase() || 'required';
+      if (mode === 'required' || mode === 'none') return mode;
+      ctx.addIssue({ code: 'custom', message: `must be required or none, got "${value}"` });
+      return z.NEVER;
+    }),
+  REPORTER_SIGNING_KEY: secret,
+  REPORTER_CLUSTER_KEYS: clusterKeys,
+  ADMIN_TOKEN: secret,
+  ALERTMANAGER_TOKEN: secret,
+  AZURE_MONITOR_TOKEN: secret,
 });
 
 export interface AppConfig {
@@ -62,6 +106,18 @@ export interface AppConfig {
   /** The Failover gate: when false no eviction happens at all, whoever added the taint. */
   failoverEnabled: boolean;
   rates: RateSettings;
+  auth: AuthSettings;
+}
+
+export interface AuthSettings {
+  mode: 'required' | 'none';
+  /** Root of the per-cluster report keys. */
+  signingKey?: string;
+  /** Explicit per-cluster keys that override the derived ones. */
+  clusterKeys: Record<string, string>;
+  adminToken?: string;
+  alertmanagerToken?: string;
+  azureMonitorToken?: string;
 }
 
 export class ConfigError extends Error {
@@ -90,6 +146,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       secondaryResourceEvictionRate: s.SECONDARY_RESOURCE_EVICTION_RATE,
       unhealthyClusterThreshold: s.UNHEALTHY_CLUSTER_THRESHOLD,
       largeClusterNumThreshold: s.LARGE_CLUSTER_NUM_THRESHOLD,
+    },
+    auth: {
+      mode: s.AUTH_MODE,
+      signingKey: s.REPORTER_SIGNING_KEY,
+      clusterKeys: s.REPORTER_CLUSTER_KEYS,
+      adminToken: s.ADMIN_TOKEN,
+      alertmanagerToken: s.ALERTMANAGER_TOKEN,
+      azureMonitorToken: s.AZURE_MONITOR_TOKEN,
     },
   };
 }

@@ -7,6 +7,7 @@ import { FailoverMetrics } from './telemetry/metrics';
 import { QUEUES, StorageMessageQueue } from './queue/storageQueue';
 import { StorageClients, storageFromConnectionString } from './store/connection';
 import { TABLES, TableDocumentStore, TableEventLog } from './store/tableStorage';
+import { authWarnings } from './http/auth';
 import { jsonLogger } from './telemetry/log';
 
 /**
@@ -40,6 +41,8 @@ export function controlPlane(): ControlPlane {
       throw new Error('AzureWebJobsStorage is not set: the app needs a storage account (npm start provides Azurite)');
     }
     cached = createControlPlane(storageFromConnectionString(config.storageConnectionString), config);
+    // In Azure this runs once per instance, at the first invocation: say what is unprotected or disabled.
+    for (const warning of authWarnings(config.auth)) cached.log.warn(warning);
   }
   return cached;
 }

@@ -15,12 +15,22 @@ export interface BodySource {
   arrayBuffer(): Promise<ArrayBuffer>;
 }
 
-/** Reads a request body as UTF-8 text, enforcing the size limit (413) and the encoding (400). */
-export async function readBodyText(req: BodySource, maxBytes: number): Promise<string> {
+/** Reads a request body's bytes, enforcing the size limit (413). */
+export async function readBodyBytes(req: BodySource, maxBytes: number): Promise<Uint8Array> {
   const declared = Number(req.headers.get('content-length') ?? '0');
   if (declared > maxBytes) throw new ApiError(413, `request body is ${declared} bytes; the limit is ${maxBytes} bytes`);
   const bytes = new Uint8Array(await req.arrayBuffer());
   if (bytes.byteLength > maxBytes) throw new ApiError(413, `request body is ${bytes.byteLength} bytes; the limit is ${maxBytes} bytes`);
+  return bytes;
+}
+
+/** Reads a request body as UTF-8 text, enforcing the size limit (413) and the encoding (400). */
+export async function readBodyText(req: BodySource, maxBytes: number): Promise<string> {
+  return bodyText(await readBodyBytes(req, maxBytes));
+}
+
+/** A body's bytes as UTF-8 text; empty or invalid UTF-8 is a 400. */
+export function bodyText(bytes: Uint8Array): string {
   if (bytes.byteLength === 0) throw badRequest([{ path: '', message: 'request body is empty' }], 'request body is empty');
   try {
     return new TextDecoder('utf-8', { fatal: true }).decode(bytes);

@@ -71,7 +71,7 @@ export interface ReportOutcome {
  * A health report: records the conditions (lastTransitionTime moves only on a status change), renews the
  * heartbeat, and re-evaluates the taint policies in the same write.
  */
-export async function reportClusterStatus(plane: ControlPlane, name: string, report: StatusReport): Promise<ReportOutcome> {
+export async function reportClusterStatus(plane: ControlPlane, name: string, report: StatusReport, signed?: { signedAt: number; signature: string }): Promise<ReportOutcome> {
   const received = plane.clock.now();
   let observedAt = received.toISOString();
   if (report.observedAt) {
@@ -86,6 +86,10 @@ export async function reportClusterStatus(plane: ControlPlane, name: string, rep
     if (!current && !plane.config.autoRegisterClusters) {
       throw notFound(`cluster "${name}" is not registered; apply a Cluster first (AUTO_REGISTER_CLUSTERS is false)`);
     }
+    // Replay protection: a signed report older than the newest applied one, or the same one again, is refused.
+    if (signed && current?.lastSignedAt !== undefined && (signed.signedAt < current.lastSignedAt || (signed.signedAt === current.lastSignedAt && signed.signature === current.lastSignature))) {
+      throw new ApiError(409, 'this signed report is older than (or the same as) the newest report already applied for this cluster; nothing changed');
+    }
     if (current?.lastObservedAt && observedAt < current.lastObservedAt) {
       throw new ApiError(409, `report observed at ${observedAt} is older than the newest report already applied (${current.lastObservedAt}); nothing changed`);
     }
@@ -95,6 +99,10 @@ export async function reportClusterStatus(plane: ControlPlane, name: string, rep
     record.conditions = merged.conditions;
     record.lastReportAt = now.toISOString();
     record.lastObservedAt = observedAt;
+    if (signed) {
+      record.lastSignedAt = signed.signedAt;
+      record.lastSignature = signed.signature;
+    }
     const events: EventRecord[] = [];
     if (!current) events.push(clusterEvent(name, now, 'Registered', 'cluster registered by its first health report'));
     for (const type of transitioned) {

@@ -18,6 +18,9 @@ export interface ClusterRecord {
   lastReportAt?: string;
   /** The newest `observedAt` applied; older reports are refused. */
   lastObservedAt?: string;
+  /** The signed time (unix seconds) and signature of the newest signed report applied (replay protection). */
+  lastSignedAt?: number;
+  lastSignature?: string;
   registeredBy: 'apply' | 'report';
   policyWindows: Record<string, PolicyWindow>;
   /** The deadline a delayed evaluation message is already queued for. */

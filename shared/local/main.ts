@@ -8,6 +8,7 @@ import { ConfigError, loadConfig } from '../config';
 import { QUEUES } from '../queue/storageQueue';
 import { storageFromConnectionString } from '../store/connection';
 import { ensureTables, TABLES, TableLeaseStore } from '../store/tableStorage';
+import { authWarnings } from '../http/auth';
 import { errorFields, jsonLogger } from '../telemetry/log';
 
 /**
@@ -32,6 +33,8 @@ async function main(): Promise<void> {
   const started = performance.now();
   const log = jsonLogger();
   installFunctionsCore();
+  // Like `func start`, which ignores function keys locally, the local host checks nothing unless told to.
+  if (process.env.AUTH_MODE === undefined) process.env.AUTH_MODE = 'none';
   let config;
   try {
     config = loadConfig();
@@ -90,6 +93,7 @@ async function main(): Promise<void> {
     startupMs: Math.round(performance.now() - started),
     functions: functions.map((fn) => `${fn.name}:${triggerOf(fn).type}`),
   });
+  for (const warning of authWarnings(config.auth)) log.warn(warning);
   if (azurite) {
     log.info('embedded Azurite endpoints', { queueEndpoint: azurite.queueEndpoint, tableEndpoint: azurite.tableEndpoint });
   }

@@ -16,6 +16,7 @@ describe('app settings', () => {
       eventListLimit: 1000,
       failoverEnabled: false,
       rates: { resourceEvictionRate: 0.5, secondaryResourceEvictionRate: 0.1, unhealthyClusterThreshold: 0.55, largeClusterNumThreshold: 10 },
+      auth: { mode: 'required', signingKey: undefined, clusterKeys: {}, adminToken: undefined, alertmanagerToken: undefined, azureMonitorToken: undefined },
     });
   });
 
@@ -29,6 +30,9 @@ describe('app settings', () => {
     [{ UNHEALTHY_CLUSTER_THRESHOLD: '55' }, 'UNHEALTHY_CLUSTER_THRESHOLD: must be a fraction between 0 and 1, got "55"'],
     [{ LARGE_CLUSTER_NUM_THRESHOLD: '2.5' }, 'LARGE_CLUSTER_NUM_THRESHOLD: must be a whole number ≥ 0, got "2.5"'],
     [{ FAILOVER_ENABLED: 'on' }, 'FAILOVER_ENABLED: must be true or false, got "on"'],
+    [{ AUTH_MODE: 'optional' }, 'AUTH_MODE: must be required or none, got "optional"'],
+    [{ ADMIN_TOKEN: 'short-secret' }, 'ADMIN_TOKEN: must be at least 16 characters (the value is not shown)'],
+    [{ REPORTER_CLUSTER_KEYS: '{"member1": "abc"}' }, 'REPORTER_CLUSTER_KEYS: must be a JSON object of cluster name to key (keys of at least 16 characters); the value is not shown'],
   ];
   it.each(invalid)('refuses %j, naming the setting', (env, problem) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
