@@ -19,9 +19,11 @@ function examples(): Array<{ script: string; output?: unknown }> {
   return found;
 }
 
+// The examples run with every check on, as in production.
+const secrets = { ADMIN_TOKEN: 'readme-admin-token-0123456789', REPORTER_SIGNING_KEY: 'readme-signing-key-0123456789' };
 let host: HostProcess;
 beforeAll(async () => {
-  host = await startHostProcess();
+  host = await startHostProcess({ AUTH_MODE: 'required', ...secrets });
 });
 afterAll(async () => host?.stop());
 
@@ -33,7 +35,7 @@ describe('README', () => {
   it('examples run against a local host, in order, and print what the README shows', async () => {
     for (const example of examples()) {
       const script = example.script.replaceAll('http://127.0.0.1:7071', host.url);
-      const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script]);
+      const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], { env: { ...process.env, ...secrets } });
       if (example.output !== undefined) expect(JSON.parse(stdout)).toEqual(example.output);
     }
     const cluster = (await (await fetch(`${host.url}/api/clusters/member1`)).json()) as any;
