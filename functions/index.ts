@@ -15,3 +15,4 @@ import './bindings';
 import './taintManager';
 import './evictions';
 import './failover';
+import './alertWebhooks';

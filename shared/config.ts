@@ -94,6 +94,25 @@ export const settingsSchema = z.object({
   ADMIN_TOKEN: secret,
   ALERTMANAGER_TOKEN: secret,
   AZURE_MONITOR_TOKEN: secret,
+  ALERTMANAGER_CLUSTER_LABEL: z.string().trim().min(1).max(256).default('cluster'),
+  ALERTMANAGER_CONDITION_LABEL: z.string().trim().min(1).max(256).default('condition'),
+  ALERTMANAGER_STATUS_LABEL: z.string().trim().min(1).max(256).default('condition_status'),
+  AZURE_MONITOR_CLUSTER_MAP: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === '') return {};
+      try {
+        const parsed: unknown = JSON.parse(value);
+        if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && Object.values(parsed).every((c) => typeof c === 'string')) {
+          return Object.fromEntries(Object.entries(parsed as Record<string, string>).map(([id, cluster]) => [id.toLowerCase(), cluster]));
+        }
+      } catch {
+        // reported below
+      }
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON object of Azure resource ID to cluster name' });
+      return z.NEVER;
+    }),
 });
 
 export interface AppConfig {
@@ -107,6 +126,13 @@ export interface AppConfig {
   failoverEnabled: boolean;
   rates: RateSettings;
   auth: AuthSettings;
+  alerts: AlertSettings;
+}
+
+export interface AlertSettings {
+  alertmanager: { clusterLabel: string; conditionLabel: string; statusLabel: string };
+  /** Azure resource ID (lower case) → cluster name. */
+  azureMonitorClusterMap: Record<string, string>;
 }
 
 export interface AuthSettings {
@@ -154,6 +180,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       adminToken: s.ADMIN_TOKEN,
       alertmanagerToken: s.ALERTMANAGER_TOKEN,
       azureMonitorToken: s.AZURE_MONITOR_TOKEN,
+    },
+    alerts: {
+      alertmanager: { clusterLabel: s.ALERTMANAGER_CLUSTER_LABEL, conditionLabel: s.ALERTMANAGER_CONDITION_LABEL, statusLabel: s.ALERTMANAGER_STATUS_LABEL },
+      azureMonitorClusterMap: s.AZURE_MONITOR_CLUSTER_MAP,
     },
   };
 }

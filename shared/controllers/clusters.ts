@@ -71,7 +71,13 @@ export interface ReportOutcome {
  * A health report: records the conditions (lastTransitionTime moves only on a status change), renews the
  * heartbeat, and re-evaluates the taint policies in the same write.
  */
-export async function reportClusterStatus(plane: ControlPlane, name: string, report: StatusReport, signed?: { signedAt: number; signature: string }): Promise<ReportOutcome> {
+export async function reportClusterStatus(
+  plane: ControlPlane,
+  name: string,
+  report: StatusReport,
+  signed?: { signedAt: number; signature: string },
+  options: { registerUnknown?: boolean } = {},
+): Promise<ReportOutcome> {
   const received = plane.clock.now();
   let observedAt = received.toISOString();
   if (report.observedAt) {
@@ -83,7 +89,7 @@ export async function reportClusterStatus(plane: ControlPlane, name: string, rep
   }
   let transitioned: string[] = [];
   const outcome = await updateCluster(plane, name, (current, now) => {
-    if (!current && !plane.config.autoRegisterClusters) {
+    if (!current && (options.registerUnknown === false || !plane.config.autoRegisterClusters)) {
       throw notFound(`cluster "${name}" is not registered; apply a Cluster first (AUTO_REGISTER_CLUSTERS is false)`);
     }
     // Replay protection: a signed report older than the newest applied one, or the same one again, is refused.

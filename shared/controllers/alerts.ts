@@ -1,0 +1,33 @@
+import { ApiError } from '../api/errors';
+import type { AlertBatch } from '../failover/alertMapping';
+import { reportClusterStatus } from './clusters';
+import type { ControlPlane } from './deps';
+
+export interface AlertOutcome {
+  applied: Array<{ cluster: string; conditions: string[]; transitioned: string[] }>;
+  unknownClusters: string[];
+  unmatched: AlertBatch['unmatched'];
+}
+
+/**
+ * Applies a monitoring notification: one write per cluster, all of its conditions at once. Clusters that
+ * are not registered are reported back, never created (a typo in a label must not invent a cluster).
+ * The receipt time is the observation time: notifications repeat old alerts, and their start times would
+ * otherwise be refused as older than what a native reporter sent since.
+ */
+export async function applyAlertBatch(plane: ControlPlane, batch: AlertBatch): Promise<AlertOutcome> {
+  const outcome: AlertOutcome = { applied: [], unknownClusters: [], unmatched: batch.unmatched };
+  for (const [cluster, conditions] of batch.byCluster) {
+    try {
+      const result = await reportClusterStatus(plane, cluster, { conditions }, undefined, { registerUnknown: false });
+      outcome.applied.push({ cluster, conditions: conditions.map((c) => c.type), transitioned: result.transitioned });
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) outcome.unknownClusters.push(cluster);
+      else throw error;
+    }
+  }
+  if (outcome.unknownClusters.length > 0 || outcome.unmatched.length > 0) {
+    plane.log.warn('alerts not applied', { unknownClusters: outcome.unknownClusters, unmatched: outcome.unmatched.length });
+  }
+  return outcome;
+}
