@@ -17,6 +17,7 @@ describe('app settings', () => {
       failoverEnabled: false,
       rates: { resourceEvictionRate: 0.5, secondaryResourceEvictionRate: 0.1, unhealthyClusterThreshold: 0.55, largeClusterNumThreshold: 10 },
       auth: { mode: 'required', signingKey: undefined, clusterKeys: {}, adminToken: undefined, alertmanagerToken: undefined, azureMonitorToken: undefined },
+      alerts: { alertmanager: { clusterLabel: 'cluster', conditionLabel: 'condition', statusLabel: 'condition_status' }, azureMonitorClusterMap: {} },
     });
   });
 
