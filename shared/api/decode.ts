@@ -72,7 +72,16 @@ export function parseDocuments(text: string, format: BodyFormat): unknown[] {
       }
     });
     if (errors.length > 0) throw badRequest(errors, 'body is not valid YAML');
-    documents = list.map((doc) => doc.toJS({ maxAliasCount: 50 })).filter((value) => value !== null && value !== undefined);
+    documents = list
+      .map((doc, index) => {
+        try {
+          return doc.toJS({ maxAliasCount: 50 }) as unknown;
+        } catch (error) {
+          // e.g. an alias to no anchor, or an alias bomb beyond maxAliasCount
+          throw badRequest([{ path: '', document: index, message: `body is not valid YAML: ${(error as Error).message.split('\n')[0]}` }], 'body is not valid YAML');
+        }
+      })
+      .filter((value) => value !== null && value !== undefined);
   }
   documents.forEach((doc, index) => {
     if (depthOf(doc) > MAX_DEPTH) {
