@@ -143,6 +143,7 @@ function corpus(): Case[] {
     ['a binding without resource', JSON.stringify({ apiVersion: 'work.karmada.io/v1alpha2', kind: 'ResourceBinding', metadata: { name: 'nores' }, spec: {} })],
     ['invalid YAML', 'kind: [', yaml],
     ['a YAML document with duplicate keys', 'kind: Cluster\nkind: Cluster\n', yaml],
+    ['a YAML alias to no anchor', 'kind: *nothing\n', yaml],
     ['YAML with one bad document', `apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: yaml-good}\n---\napiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: Yaml_Bad}\n`, yaml],
     ['an empty body', ''],
     ['not an object', '42'],
