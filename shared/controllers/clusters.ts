@@ -9,6 +9,13 @@ import { loadPolicies, updateCluster } from './taintController';
 
 export type ApplyAction = 'created' | 'configured' | 'unchanged';
 
+/**
+ * A report that changes nothing but the heartbeat is written at most this often per cluster, so a fleet
+ * reporting many times a second does not cost a Table write per report. The monitor allows for it: a
+ * silent cluster turns Unknown after the grace period plus this, never before.
+ */
+export const HEARTBEAT_COALESCE_SECONDS = 2;
+
 /** How far in the future a reporter's `observedAt` may be (clock skew) before the report is refused. */
 export const MAX_FUTURE_SKEW_SECONDS = 60;
 
@@ -102,6 +109,10 @@ export async function reportClusterStatus(
     const record = current ?? newClusterRecord(name, now, 'report');
     const merged = mergeConditions(record.conditions, report.conditions, observedAt);
     transitioned = merged.transitioned;
+    const onlyHeartbeat = current && JSON.stringify(merged.conditions) === JSON.stringify(current.conditions);
+    if (onlyHeartbeat && current.lastReportAt && now.getTime() - Date.parse(current.lastReportAt) < HEARTBEAT_COALESCE_SECONDS * 1000) {
+      return { unchanged: undefined };
+    }
     record.conditions = merged.conditions;
     record.lastReportAt = now.toISOString();
     record.lastObservedAt = observedAt;
@@ -133,7 +144,7 @@ export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<str
   const now = plane.clock.now();
   const clusters = await plane.clusters.list();
   const stale = clusters.filter(({ value }) => {
-    const verdict = heartbeatVerdict({ lastReportAt: value.lastReportAt, registeredAt: value.createdAt, readyCondition: value.conditions.find((c) => c.type === 'Ready') }, now, grace, startupGrace);
+    const verdict = heartbeatVerdict({ lastReportAt: value.lastReportAt, registeredAt: value.createdAt, readyCondition: value.conditions.find((c) => c.type === 'Ready') }, now, grace + HEARTBEAT_COALESCE_SECONDS, startupGrace);
     return verdict.expired && !verdict.alreadyUnknown;
   });
   if (stale.length === 0) return [];
@@ -145,7 +156,7 @@ export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<str
       id,
       (current, at) => {
         if (!current) return { unchanged: false };
-        const verdict = heartbeatVerdict({ lastReportAt: current.lastReportAt, registeredAt: current.createdAt, readyCondition: current.conditions.find((c) => c.type === 'Ready') }, at, grace, startupGrace);
+        const verdict = heartbeatVerdict({ lastReportAt: current.lastReportAt, registeredAt: current.createdAt, readyCondition: current.conditions.find((c) => c.type === 'Ready') }, at, grace + HEARTBEAT_COALESCE_SECONDS, startupGrace);
         if (!verdict.expired || verdict.alreadyUnknown) return { unchanged: false };
         const silentFor = Math.round((at.getTime() - new Date(verdict.silentSince).getTime()) / 1000);
         const message = current.lastReportAt

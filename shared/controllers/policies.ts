@@ -4,7 +4,7 @@ import { mutate, keep, write } from '../store/optimistic';
 import type { ControlPlane } from './deps';
 import type { ApplyAction } from './clusters';
 import type { PolicyRecord } from './records';
-import { fanOutEvaluations } from './taintController';
+import { fanOutEvaluations, forgetPolicies } from './taintController';
 
 const userView = (record: PolicyRecord) => JSON.stringify({ labels: record.labels, annotations: record.annotations, spec: record.spec });
 
@@ -26,6 +26,7 @@ export async function applyTaintPolicy(plane: ControlPlane, input: ClusterTaintP
   });
   if (result !== 'unchanged') {
     await plane.events.append([{ time: plane.clock.now().toISOString(), kind: 'ClusterTaintPolicy', name, type: 'Normal', reason: result === 'created' ? 'Created' : 'Configured', message: `policy ${result}` }]);
+    forgetPolicies(plane);
     await fanOutEvaluations(plane);
   }
   return result;
@@ -36,6 +37,7 @@ export async function deleteTaintPolicy(plane: ControlPlane, name: string): Prom
   const deleted = await plane.policies.delete(name);
   if (deleted) {
     await plane.events.append([{ time: plane.clock.now().toISOString(), kind: 'ClusterTaintPolicy', name, type: 'Normal', reason: 'Deleted', message: 'policy deleted; taints only it held are released' }]);
+    forgetPolicies(plane);
     await fanOutEvaluations(plane);
   }
   return deleted;

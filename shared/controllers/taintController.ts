@@ -12,8 +12,24 @@ import { ClusterRecord, clusterFacts, PolicyRecord, taintPolicy } from './record
  */
 export const EVALUATION_LEAD_SECONDS = 2;
 
-export async function loadPolicies(plane: ControlPlane): Promise<PolicyRecord[]> {
-  return (await plane.policies.list()).map((entry) => entry.value);
+/**
+ * The policies, as this process read them at most a second ago. A policy change also queues a
+ * re-evaluation of every cluster, so a report evaluated against a second-old list is corrected at once.
+ */
+const POLICY_TTL_MS = 1000;
+const policyCache = new WeakMap<ControlPlane, { at: number; policies: PolicyRecord[] }>();
+
+export async function loadPolicies(plane: ControlPlane, maxAgeMs = POLICY_TTL_MS): Promise<PolicyRecord[]> {
+  const hit = policyCache.get(plane);
+  if (hit && Date.now() - hit.at < maxAgeMs) return hit.policies;
+  const policies = (await plane.policies.list()).map((entry) => entry.value);
+  policyCache.set(plane, { at: Date.now(), policies });
+  return policies;
+}
+
+/** After this process changed a policy, its next evaluation reads them again. */
+export function forgetPolicies(plane: ControlPlane): void {
+  policyCache.delete(plane);
 }
 
 export interface ClusterUpdate<R> {
@@ -40,17 +56,19 @@ export async function updateCluster<R>(
   change: (current: ClusterRecord | undefined, now: Date) => ClusterUpdate<R> | { unchanged: R },
   policies?: PolicyRecord[],
 ): Promise<ClusterUpdateOutcome<R>> {
-  const taintPolicies = (policies ?? (await loadPolicies(plane))).map(taintPolicy);
+  // Loaded only when something changes: an unchanged heartbeat costs no policy read.
+  let taintPolicies: ReturnType<typeof taintPolicy>[] | undefined = policies?.map(taintPolicy);
   let schedule: Date | undefined;
   let faultyChanged = false;
   const outcome = await mutate<ClusterRecord, { value: R; record?: ClusterRecord; changes: TaintChange[]; events: EventRecord[] }>(
     plane.clusters,
     name,
-    (current: Versioned<ClusterRecord> | undefined): Mutation<ClusterRecord, { value: R; record?: ClusterRecord; changes: TaintChange[]; events: EventRecord[] }> => {
+    async (current: Versioned<ClusterRecord> | undefined): Promise<Mutation<ClusterRecord, { value: R; record?: ClusterRecord; changes: TaintChange[]; events: EventRecord[] }>> => {
       const now = plane.clock.now();
       const proposed = change(current ? structuredClone(current.value) : undefined, now);
       if ('unchanged' in proposed) return keep({ value: proposed.unchanged, record: current?.value, changes: [], events: [] });
       const next = proposed.record;
+      taintPolicies ??= (await loadPolicies(plane)).map(taintPolicy);
       const evaluation = evaluateTaintPolicies(clusterFacts(next), taintPolicies, now);
       next.taints = evaluation.taints;
       next.policyWindows = evaluation.policyWindows;

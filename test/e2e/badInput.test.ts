@@ -231,7 +231,7 @@ describe('the bad-input corpus', () => {
     const baseline = await snapshot();
     const failures: string[] = [];
     for (const c of corpus()) {
-      const res = await fetch(`${host.url}/api/${c.path}`, { method: c.method ?? 'GET', headers: c.headers, body: c.body as BodyInit | undefined });
+      const res = await fetch(`${host.url}/api/${c.path}`, { method: c.method ?? 'GET', headers: c.headers, body: c.body as string | undefined });
       const text = await res.text();
       if (res.status !== c.status) failures.push(`${c.name}: ${res.status} (expected ${c.status}) ${text.slice(0, 200)}`);
       else if (!JSON.parse(text).error) failures.push(`${c.name}: no error message`);
