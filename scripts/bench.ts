@@ -16,6 +16,8 @@ import { startTestStorage } from '../test/helpers/azurite';
 import { achievedRate, applyObjects, binding, cluster, LedgerItem } from '../test/helpers/fleet';
 import { api, HostProcess, startHostProcess } from '../test/helpers/hostProcess';
 import { startCountingProxy } from './countingProxy';
+import { Agent, request as httpRequest } from 'node:http';
+import { clusterKey, signReport } from '../shared/auth/signing';
 
 const ROOT = join(__dirname, '..');
 
@@ -206,11 +208,67 @@ async function planningRun(count: number) {
   }
 }
 
+/**
+ * Signed native reports from `clusters` clusters against one local host with every check on: `requests`
+ * reports (at most `maxSeconds`), `concurrency` in flight, keep-alive connections on loopback. Each report
+ * carries a fresh observedAt (so each signature is new) and unchanged conditions, as a steady fleet sends.
+ */
+async function webhookLoad(clusters: number, requests: number, concurrency: number, maxSeconds: number) {
+  const root = 'bench-signing-key-0123456789';
+  const admin = 'bench-admin-token-0123456789';
+  const host = await startHostProcess({ AUTH_MODE: 'required', REPORTER_SIGNING_KEY: root, ADMIN_TOKEN: admin });
+  try {
+    const names = Array.from({ length: clusters }, (_, i) => `load-${i}`);
+    const res = await fetch(`${host.url}/api/apply`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}` }, body: JSON.stringify(names.map((n) => cluster(n))) });
+    if (res.status !== 200) throw new Error(`apply failed: ${res.status}`);
+    const keys = names.map((n) => clusterKey(root, n));
+    const url = new URL(host.url);
+    const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+    const post = (path: string, headers: Record<string, string>, body: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: url.hostname, port: url.port, path, method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (reply) => {
+          reply.resume();
+          reply.on('end', () => resolve(reply.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    const latencies: number[] = [];
+    const statuses: Record<string, number> = {};
+    let next = 0;
+    const started = performance.now();
+    const worker = async () => {
+      while (next < requests && performance.now() - started < maxSeconds * 1000) {
+        const i = next++;
+        const c = i % clusters;
+        const body = JSON.stringify({ conditions: [{ type: 'Ready', status: 'True', reason: 'ClusterReady' }], observedAt: new Date().toISOString() });
+        const ts = String(Math.floor(Date.now() / 1000));
+        const headers = { 'content-type': 'application/json', 'x-failover-timestamp': ts, 'x-failover-signature': signReport(keys[c], ts, body) };
+        const t0 = performance.now();
+        const status = await post(`/api/clusters/${names[c]}/status`, headers, body);
+        latencies.push(performance.now() - t0);
+        statuses[status] = (statuses[status] ?? 0) + 1;
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    const seconds = (performance.now() - started) / 1000;
+    agent.destroy();
+    const ok = statuses['200'] ?? 0;
+    return { clusters, concurrency, sent: latencies.length, ok, statuses, seconds: Math.round(seconds * 100) / 100, requestsPerSecond: Math.round(ok / seconds), p50Ms: round(quantile(latencies, 0.5)), p99Ms: round(quantile(latencies, 0.99)) };
+  } finally {
+    await host.stop();
+  }
+}
+
 async function main() {
   // `npm run bench -- evictions` measures only the eviction runs (a quick check while tuning); the full
   // run, with no argument, writes bench-results.json.
   if (process.argv[2] === 'evictions') {
     for (const hosts of [1, 2, 4]) console.log(JSON.stringify(await evictionRun(hosts, 5, 60)));
+    return;
+  }
+  if (process.argv[2] === 'webhook') {
+    console.log(JSON.stringify(await webhookLoad(100, 20_000, Number(process.argv[3] ?? 32), 20)));
     return;
   }
   if (process.argv[2] === 'planning') {
@@ -224,6 +282,7 @@ async function main() {
   for (const hosts of [1, 2, 4]) evictionRuns.push(await evictionRun(hosts, configuredRate, 60));
   const halted = await haltedRun(6);
   const planning = await planningRun(20_000);
+  const webhook = await webhookLoad(100, 20_000, 32, 20);
   const results = {
     machine: { node: process.version, cpus: (await import('node:os')).cpus().length },
     startup: { command: 'npm start → first 200 from GET /api/healthz', ...summary(startup) },
@@ -240,6 +299,7 @@ async function main() {
       halted,
     },
     planning,
+    webhook,
     storage: {
       operationsPerEviction: evictionRuns[0].operationsPerEviction,
       marginalOperationsPerEviction: evictionRuns[0].marginalOperationsPerEviction,
@@ -256,6 +316,7 @@ async function main() {
     ...evictionRuns.map((r): [string, string, string, string] => [`eviction rate, ${r.hosts} host(s), ${r.evictions} evictions`, `${r.achieved}/s (×${(r.achieved / configuredRate).toFixed(3)})`, `configured ${configuredRate}/s`, 'ratio 0.95–1.05']),
     ['evictions while halted (7 of 10 failed)', `${halted.evicted}`, `over ${halted.seconds} s`, '0'],
     ['planning, 20,000 bindings', `${planning.bindingsPerSecond}/s`, `${planning.seconds} s`, '≥ 6,000/s'],
+    ['signed reports, 100 clusters, 32 in flight', `${webhook.requestsPerSecond}/s`, `p99 ${webhook.p99Ms} ms (p50 ${webhook.p50Ms})`, '≥ 1,000/s, p99 ≤ 50 ms'],
     ['storage ops per eviction (all, 1 host)', `${evictionRuns[0].operationsPerEviction}`, `marginal ${evictionRuns[0].marginalOperationsPerEviction}`, '≤ 8'],
   ];
   const widths = [0, 1, 2, 3].map((c) => Math.max(...[['measure', 'median', 'worst', 'target'], ...rows].map((r) => r[c].length)));

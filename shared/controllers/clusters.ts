@@ -5,7 +5,7 @@ import { ClusterTaint, taintId } from '../failover/model';
 import type { EventRecord } from '../store/ports';
 import type { ControlPlane } from './deps';
 import { ClusterRecord, newClusterRecord } from './records';
-import { loadPolicies, updateCluster } from './taintController';
+import { ClusterUpdate, loadPolicies, updateCluster } from './taintController';
 
 export type ApplyAction = 'created' | 'configured' | 'unchanged';
 
@@ -15,6 +15,9 @@ export type ApplyAction = 'created' | 'configured' | 'unchanged';
  * silent cluster turns Unknown after the grace period plus this, never before.
  */
 export const HEARTBEAT_COALESCE_SECONDS = 2;
+
+const RECENT_MS = 1000;
+const recentReports = new WeakMap<ControlPlane, Map<string, { at: number; record: ClusterRecord; etag?: string }>>();
 
 /** How far in the future a reporter's `observedAt` may be (clock skew) before the report is refused. */
 export const MAX_FUTURE_SKEW_SECONDS = 60;
@@ -95,7 +98,7 @@ export async function reportClusterStatus(
     observedAt = new Date(Math.min(observed.getTime(), received.getTime())).toISOString();
   }
   let transitioned: string[] = [];
-  const outcome = await updateCluster(plane, name, (current, now) => {
+  const applyReport = (current: ClusterRecord | undefined, now: Date): ClusterUpdate<undefined> | { unchanged: undefined } => {
     if (!current && (options.registerUnknown === false || !plane.config.autoRegisterClusters)) {
       throw notFound(`cluster "${name}" is not registered; apply a Cluster first (AUTO_REGISTER_CLUSTERS is false)`);
     }
@@ -130,7 +133,19 @@ export async function reportClusterStatus(
       });
     }
     return { record, result: undefined, events };
-  });
+  };
+  // A heartbeat that changes nothing, checked against what this process stored or read within the last
+  // second, costs no storage request at all. Anything else is decided again on a fresh read.
+  const recent = recentReports.get(plane)?.get(name);
+  if (recent && Date.now() - recent.at < RECENT_MS && 'unchanged' in applyReport(structuredClone(recent.record), plane.clock.now())) {
+    return { record: recent.record, etag: recent.etag, transitioned: [] };
+  }
+  const outcome = await updateCluster(plane, name, applyReport);
+  if (outcome.record) {
+    const cache = recentReports.get(plane) ?? new Map<string, { at: number; record: ClusterRecord; etag?: string }>();
+    cache.set(name, { at: Date.now(), record: outcome.record, etag: outcome.etag });
+    recentReports.set(plane, cache);
+  }
   return { record: outcome.record!, etag: outcome.etag, transitioned };
 }
 

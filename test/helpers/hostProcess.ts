@@ -12,7 +12,8 @@ export interface HostProcess {
 
 /** Starts `shared/local/main.ts` (what `npm start` runs) as a child process and waits until it serves. */
 export async function startHostProcess(env: Record<string, string> = {}): Promise<HostProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'shared', 'local', 'main.ts')], {
+  const profile = process.env.HOST_CPU_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.HOST_CPU_PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', join(ROOT, 'shared', 'local', 'main.ts')], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
