@@ -51,22 +51,29 @@ const secret = z
     return value;
   });
 
-const clusterKeys = z
-  .string()
-  .optional()
-  .transform((value, ctx) => {
-    if (value === undefined || value.trim() === '') return {};
-    try {
-      const parsed: unknown = JSON.parse(value);
-      if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && Object.values(parsed).every((k) => typeof k === 'string' && k.length >= 16)) {
-        return parsed as Record<string, string>;
+/**
+ * A JSON object of string to string. The message never shows the value (it may hold secrets); entries
+ * failing `valid` make the whole setting invalid.
+ */
+const jsonStringMap = (message: string, valid: (value: string) => boolean = () => true, key: (k: string) => string = (k) => k) =>
+  z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === '') return {} as Record<string, string>;
+      try {
+        const parsed: unknown = JSON.parse(value);
+        if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && Object.values(parsed).every((v) => typeof v === 'string' && valid(v))) {
+          return Object.fromEntries(Object.entries(parsed as Record<string, string>).map(([k, v]) => [key(k), v]));
+        }
+      } catch {
+        // reported below
       }
-    } catch {
-      // fall through to the message below; the value itself is never shown
-    }
-    ctx.addIssue({ code: 'custom', message: 'must be a JSON object of cluster name to key (keys of at least 16 characters); the value is not shown' });
-    return z.NEVER;
-  });
+      ctx.addIssue({ code: 'custom', message });
+      return z.NEVER;
+    });
+
+const clusterKeys = jsonStringMap('must be a JSON object of cluster name to key (keys of at least 16 characters); the value is not shown', (k) => k.length >= 16);
 
 export const settingsSchema = z.object({
   AzureWebJobsStorage: z.string().optional(),
@@ -97,22 +104,8 @@ export const settingsSchema = z.object({
   ALERTMANAGER_CLUSTER_LABEL: z.string().trim().min(1).max(256).default('cluster'),
   ALERTMANAGER_CONDITION_LABEL: z.string().trim().min(1).max(256).default('condition'),
   ALERTMANAGER_STATUS_LABEL: z.string().trim().min(1).max(256).default('condition_status'),
-  AZURE_MONITOR_CLUSTER_MAP: z
-    .string()
-    .optional()
-    .transform((value, ctx) => {
-      if (value === undefined || value.trim() === '') return {};
-      try {
-        const parsed: unknown = JSON.parse(value);
-        if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && Object.values(parsed).every((c) => typeof c === 'string')) {
-          return Object.fromEntries(Object.entries(parsed as Record<string, string>).map(([id, cluster]) => [id.toLowerCase(), cluster]));
-        }
-      } catch {
-        // reported below
-      }
-      ctx.addIssue({ code: 'custom', message: 'must be a JSON object of Azure resource ID to cluster name' });
-      return z.NEVER;
-    }),
+  // Azure resource IDs compare case-insensitively.
+  AZURE_MONITOR_CLUSTER_MAP: jsonStringMap('must be a JSON object of Azure resource ID to cluster name', undefined, (id) => id.toLowerCase()),
 });
 
 export interface AppConfig {
