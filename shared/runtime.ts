@@ -7,7 +7,7 @@ import { FailoverMetrics } from './telemetry/metrics';
 import { QUEUES, StorageMessageQueue } from './queue/storageQueue';
 import { StorageClients, storageFromConnectionString } from './store/connection';
 import { TABLES, TableDocumentStore, TableEventLog } from './store/tableStorage';
-import { authWarnings } from './http/auth';
+import { warnAboutAuth } from './http/auth';
 import { jsonLogger } from './telemetry/log';
 
 /**
@@ -42,7 +42,8 @@ export function controlPlane(): ControlPlane {
     }
     cached = createControlPlane(storageFromConnectionString(config.storageConnectionString), config);
     // In Azure this runs once per instance, at the first invocation: say what is unprotected or disabled.
-    for (const warning of authWarnings(config.auth)) cached.log.warn(warning);
+    const log = cached.log;
+    warnAboutAuth(config.auth, (message) => log.warn(message));
   }
   return cached;
 }

@@ -61,3 +61,12 @@ export function authWarnings(auth: AuthSettings): string[] {
   if (!auth.azureMonitorToken) missing.push('AZURE_MONITOR_TOKEN is not set: the Azure Monitor webhook answers 503');
   return missing;
 }
+
+let warned = false;
+
+/** Logs the warnings once per process (the local host at start, or the first invocation in Azure). */
+export function warnAboutAuth(auth: AuthSettings, warn: (message: string) => void): void {
+  if (warned) return;
+  warned = true;
+  for (const warning of authWarnings(auth)) warn(warning);
+}

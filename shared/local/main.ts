@@ -8,7 +8,7 @@ import { ConfigError, loadConfig } from '../config';
 import { QUEUES } from '../queue/storageQueue';
 import { storageFromConnectionString } from '../store/connection';
 import { ensureTables, TABLES, TableLeaseStore } from '../store/tableStorage';
-import { authWarnings } from '../http/auth';
+import { warnAboutAuth } from '../http/auth';
 import { errorFields, jsonLogger } from '../telemetry/log';
 
 /**
@@ -93,7 +93,7 @@ async function main(): Promise<void> {
     startupMs: Math.round(performance.now() - started),
     functions: functions.map((fn) => `${fn.name}:${triggerOf(fn).type}`),
   });
-  for (const warning of authWarnings(config.auth)) log.warn(warning);
+  warnAboutAuth(config.auth, (message) => log.warn(message));
   if (azurite) {
     log.info('embedded Azurite endpoints', { queueEndpoint: azurite.queueEndpoint, tableEndpoint: azurite.tableEndpoint });
   }
