@@ -1,0 +1,107 @@
+import type { Placement } from '../api/resources';
+import { unschedulableReason, CandidateCluster } from './precheck';
+import { matchesClusterAffinity } from './selectors';
+
+/**
+ * Placement decisions (pure, deterministic): which clusters a binding runs on and with how many replicas.
+ * Duplicated keeps the clusters still placed and replaces only lost ones, within the spread constraint;
+ * Divided splits the replicas over the available clusters by static weight, or evenly. A binding with no
+ * fit keeps what it has; the scheduler never empties a placement by itself.
+ */
+
+export interface SchedulableCluster extends CandidateCluster {
+  deleting?: boolean;
+}
+
+export interface TargetCluster {
+  name: string;
+  replicas: number;
+}
+
+export interface ScheduleInput {
+  replicas: number;
+  placement: Placement | undefined;
+  /** spec.clusters now (after any eviction). */
+  current: ReadonlyArray<{ name: string; replicas?: number }>;
+  clusters: readonly SchedulableCluster[];
+  /** Clusters this binding may not use yet (activeEvictionHistory within its block). */
+  blocked?: readonly string[];
+}
+
+export type ScheduleResult =
+  | { ok: true; clusters: TargetCluster[] }
+  | { ok: false; clusters: TargetCluster[]; reason: 'NoClusterFit'; message: string; rejected: Record<string, string> };
+
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Why a cluster may not take this binding, or undefined when it may. */
+export function rejectionReason(cluster: SchedulableCluster, placement: Placement | undefined, blocked: readonly string[]): string | undefined {
+  if (!matchesClusterAffinity(placement?.clusterAffinity, cluster)) return 'does not match the cluster affinity';
+  if (cluster.deleting) return 'is being deleted';
+  if (blocked.includes(cluster.name)) return 'is blocked by the eviction history';
+  return unschedulableReason(cluster, placement?.clusterTolerations ?? []);
+}
+
+export function schedule(input: ScheduleInput): ScheduleResult {
+  const blocked = input.blocked ?? [];
+  const rejected: Record<string, string> = {};
+  const feasible: string[] = [];
+  for (const cluster of [...input.clusters].sort((a, b) => byName(a.name, b.name))) {
+    const why = rejectionReason(cluster, input.placement, blocked);
+    if (why) rejected[cluster.name] = why;
+    else feasible.push(cluster.name);
+  }
+  const kept = input.current.map((c) => ({ name: c.name, replicas: c.replicas ?? input.replicas }));
+  const noFit = (message: string): ScheduleResult => ({ ok: false, clusters: kept, reason: 'NoClusterFit', message, rejected });
+  const spread = (input.placement?.spreadConstraints ?? []).find((s) => (s.spreadByField ?? 'cluster') === 'cluster' && !s.spreadByLabel);
+  const type = input.placement?.replicaScheduling?.replicaSchedulingType ?? 'Duplicated';
+
+  if (type === 'Duplicated') {
+    const keptNames = kept.map((c) => c.name);
+    const extra = feasible.filter((name) => !keptNames.includes(name));
+    const want = spread?.maxGroups || spread?.minGroups ? Math.max(spread.maxGroups ?? 0, spread.minGroups ?? 0) : keptNames.length + extra.length;
+    const chosen = [...keptNames, ...extra.slice(0, Math.max(0, want - keptNames.length))];
+    const minimum = Math.max(1, spread?.minGroups ?? 0);
+    if (chosen.length < minimum) return noFit(`Duplicated needs ${minimum} cluster(s); ${chosen.length} available. ${describe(rejected)}`);
+    return { ok: true, clusters: chosen.map((name) => ({ name, replicas: input.replicas })) };
+  }
+
+  // Divided: re-divide over the available clusters, preferring those already placed when capped.
+  let pool = [...feasible.filter((n) => kept.some((c) => c.name === n)), ...feasible.filter((n) => !kept.some((c) => c.name === n))];
+  if (spread?.maxGroups) pool = pool.slice(0, spread.maxGroups);
+  const weightRules = input.placement?.replicaScheduling?.weightPreference?.staticWeightList;
+  const weighted = pool
+    .map((name) => {
+      const cluster = input.clusters.find((c) => c.name === name)!;
+      const weight = weightRules ? (weightRules.find((rule) => matchesClusterAffinity(rule.targetCluster, cluster))?.weight ?? 0) : 1;
+      return { name, weight };
+    })
+    .filter((w) => w.weight > 0)
+    .sort((a, b) => byName(a.name, b.name));
+  if (weighted.length === 0 || (spread?.minGroups && weighted.length < spread.minGroups)) {
+    return noFit(`Divided: no available cluster${weightRules ? ' with a weight' : ''}. ${describe(rejected)}`);
+  }
+  return { ok: true, clusters: divide(input.replicas, weighted) };
+}
+
+/** Largest-remainder division; ties go to the larger weight, then to the name first in order. */
+export function divide(replicas: number, weights: ReadonlyArray<{ name: string; weight: number }>): TargetCluster[] {
+  const total = weights.reduce((sum, w) => sum + w.weight, 0);
+  const shares = weights.map((w) => ({ name: w.name, weight: w.weight, exact: (replicas * w.weight) / total }));
+  const result = shares.map((s) => ({ name: s.name, replicas: Math.floor(s.exact) }));
+  let left = replicas - result.reduce((sum, r) => sum + r.replicas, 0);
+  const order = shares
+    .map((s, i) => ({ i, fraction: s.exact - Math.floor(s.exact), weight: s.weight, name: s.name }))
+    .sort((a, b) => b.fraction - a.fraction || b.weight - a.weight || byName(a.name, b.name));
+  for (const { i } of order) {
+    if (left <= 0) break;
+    result[i].replicas += 1;
+    left -= 1;
+  }
+  return result.filter((r) => r.replicas > 0 || replicas === 0);
+}
+
+function describe(rejected: Record<string, string>): string {
+  const entries = Object.entries(rejected);
+  return entries.length === 0 ? 'No cluster was rejected.' : `Rejected: ${entries.map(([name, why]) => `${name} ${why}`).join('; ')}.`;
+}
