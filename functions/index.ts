@@ -16,3 +16,4 @@ import './taintManager';
 import './evictions';
 import './failover';
 import './alertWebhooks';
+import './bindingStatus';

@@ -105,6 +105,16 @@ export const settingsSchema = z.object({
   ALERTMANAGER_CONDITION_LABEL: z.string().trim().min(1).max(256).default('condition'),
   ALERTMANAGER_STATUS_LABEL: z.string().trim().min(1).max(256).default('condition_status'),
   // Azure resource IDs compare case-insensitively.
+  GRACEFUL_EVICTION_TIMEOUT_SECONDS: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined || value.trim() === '') return undefined;
+      const n = Number(value);
+      if (Number.isInteger(n) && n >= 1) return n;
+      ctx.addIssue({ code: 'custom', message: `must be a whole number of seconds ≥ 1, got "${value}"` });
+      return z.NEVER;
+    }),
   AZURE_MONITOR_CLUSTER_MAP: jsonStringMap('must be a JSON object of Azure resource ID to cluster name', undefined, (id) => id.toLowerCase()),
 });
 
@@ -120,6 +130,8 @@ export interface AppConfig {
   rates: RateSettings;
   auth: AuthSettings;
   alerts: AlertSettings;
+  /** Optional global limit on graceful-eviction tasks; none by default (design decision 9). */
+  gracefulEvictionTimeoutSeconds?: number;
 }
 
 export interface AlertSettings {
@@ -174,6 +186,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       alertmanagerToken: s.ALERTMANAGER_TOKEN,
       azureMonitorToken: s.AZURE_MONITOR_TOKEN,
     },
+    gracefulEvictionTimeoutSeconds: s.GRACEFUL_EVICTION_TIMEOUT_SECONDS,
     alerts: {
       alertmanager: { clusterLabel: s.ALERTMANAGER_CLUSTER_LABEL, conditionLabel: s.ALERTMANAGER_CONDITION_LABEL, statusLabel: s.ALERTMANAGER_STATUS_LABEL },
       azureMonitorClusterMap: s.AZURE_MONITOR_CLUSTER_MAP,

@@ -362,6 +362,18 @@ export const clusterResourceBindingSchema = strictObject({
 export type ResourceBindingInput = z.infer<typeof resourceBindingSchema>;
 export type ClusterResourceBindingInput = z.infer<typeof clusterResourceBindingSchema>;
 
+// ---------------------------------------------------------------------------------------------
+// Workload health: POST /api/resourcebindings/{namespace}/{name}/status
+
+export const bindingStatusReportSchema = strictObject({
+  aggregatedStatus: z
+    .array(strictObject({ clusterName, applied: z.boolean().optional(), health: z.enum(['Healthy', 'Unhealthy', 'Unknown']) }))
+    .max(1000),
+}).superRefine((report, ctx) =>
+  flagDuplicates(report.aggregatedStatus, (s) => s.clusterName, ctx, (i) => ['aggregatedStatus', i, 'clusterName'], (id, first) => `cluster "${id}" is reported twice (also at aggregatedStatus[${first}])`),
+);
+export type BindingStatusReport = z.infer<typeof bindingStatusReportSchema>;
+
 /** The kinds POST /api/apply accepts, by kind name. */
 export const APPLY_KINDS = {
   Cluster: clusterSchema,

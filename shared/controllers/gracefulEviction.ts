@@ -1,0 +1,60 @@
+import type { GracefulEvictionTask } from '../api/resources';
+import { assessTasks } from '../failover/gracefulEviction';
+import { keep, write } from '../store/optimistic';
+import type { EventRecord } from '../store/ports';
+import { displayName, writeBinding } from './bindings';
+import type { ControlPlane } from './deps';
+
+/**
+ * The graceful-eviction sweep for one binding: drops the tasks whose old copy may now go and records an
+ * event for each (what a downstream deployer acts on to delete the old copy). Returns the dropped tasks.
+ */
+export async function sweepBinding(plane: ControlPlane, key: string): Promise<Array<{ task: GracefulEvictionTask; why: string }>> {
+  let dropped: Array<{ task: GracefulEvictionTask; why: string }> = [];
+  const { record } = await writeBinding<null>(plane, key, (current, now) => {
+    dropped = [];
+    const tasks = current?.spec.gracefulEvictionTasks ?? [];
+    if (!current || tasks.length === 0) return keep(null);
+    const assessment = assessTasks(
+      tasks,
+      {
+        generation: current.generation,
+        schedulerObservedGeneration: current.status.schedulerObservedGeneration,
+        clusters: (current.spec.clusters ?? []).map((c) => c.name),
+        aggregatedStatus: current.status.aggregatedStatus ?? [],
+      },
+      now,
+      { globalTimeoutSeconds: plane.config.gracefulEvictionTimeoutSeconds },
+    );
+    if (assessment.drop.length === 0) return keep(null);
+    dropped = assessment.drop;
+    // Tasks are bookkeeping of the old copies: removing one does not change what is scheduled, so the
+    // generation stays (a bump would make every other task wait for a new scheduling round).
+    current.spec.gracefulEvictionTasks = assessment.keep;
+    return write(current, null);
+  });
+  if (record && dropped.length > 0) {
+    const now = plane.clock.now().toISOString();
+    const events: EventRecord[] = dropped.map(({ task, why }) => ({
+      time: now,
+      kind: record.kind,
+      name: displayName(record),
+      type: 'Normal',
+      reason: 'OldCopyRemoved',
+      message: `graceful eviction task for ${task.fromCluster} cleared (${task.purgeMode ?? 'Gracefully'}): ${why}; the copy on ${task.fromCluster} may be deleted`,
+      details: { cluster: task.fromCluster, purgeMode: task.purgeMode ?? 'Gracefully', why },
+    }));
+    await plane.events.append(events);
+    plane.log.info('graceful eviction tasks cleared', { binding: key, clusters: dropped.map((d) => d.task.fromCluster) });
+  }
+  return dropped;
+}
+
+/** The periodic sweep: every binding that has tasks. */
+export async function sweepAllBindings(plane: ControlPlane): Promise<number> {
+  let dropped = 0;
+  for (const entry of await plane.bindings.list()) {
+    if ((entry.value.spec.gracefulEvictionTasks ?? []).length > 0) dropped += (await sweepBinding(plane, entry.id)).length;
+  }
+  return dropped;
+}
