@@ -17,3 +17,4 @@ import './evictions';
 import './failover';
 import './alertWebhooks';
 import './bindingStatus';
+import './scheduler';

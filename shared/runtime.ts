@@ -1,6 +1,6 @@
 import { systemClock } from './clock';
 import { AppConfig, loadConfig } from './config';
-import type { ControlPlane, EvictionMessage, TaintEvaluationMessage, TaintManagerMessage } from './controllers/deps';
+import type { ControlPlane, EvictionMessage, SchedulerMessage, TaintEvaluationMessage, TaintManagerMessage } from './controllers/deps';
 import type { BindingRecord, ClusterRecord, PolicyRecord } from './controllers/records';
 import { TableLedger } from './store/ledgerTable';
 import { FailoverMetrics } from './telemetry/metrics';
@@ -26,6 +26,7 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
     ledger: new TableLedger(storage.table(TABLES.ledger)),
     taintManager: new StorageMessageQueue<TaintManagerMessage>(storage.queue(QUEUES.taintManager)),
     evictions: new StorageMessageQueue<EvictionMessage>(storage.queue(QUEUES.evictions)),
+    scheduler: new StorageMessageQueue<SchedulerMessage>(storage.queue(QUEUES.scheduler)),
     metrics: new FailoverMetrics(),
     clock: systemClock,
     config,

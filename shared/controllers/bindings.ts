@@ -98,14 +98,17 @@ export async function applyBinding(plane: ControlPlane, input: BindingInput): Pr
     next.labels = input.metadata.labels ?? {};
     next.annotations = input.metadata.annotations ?? {};
     next.spec = input.spec;
-    if (!current) return write(next, 'created');
-    if (userView(current) === userView(next)) return keep('unchanged');
-    next.generation += 1;
-    return write(next, 'configured');
+    if (current && userView(current) === userView(next)) return keep('unchanged');
+    if (current) next.generation += 1;
+    // Clusters given in the applied spec are the placement (as a person or another scheduler decided it);
+    // a binding applied without clusters is placed by the scheduler.
+    if ((input.spec.clusters ?? []).length > 0) next.status = { ...next.status, schedulerObservedGeneration: next.generation };
+    return write(next, current ? 'configured' : 'created');
   });
   if (result !== 'unchanged' && record) {
     await plane.events.append([{ time: plane.clock.now().toISOString(), kind: record.kind, name: displayName(record), type: 'Normal', reason: result === 'created' ? 'Created' : 'Configured', message: `binding ${result}` }]);
     await notifyFaultyClusters(plane, record);
+    if (record.status.schedulerObservedGeneration !== record.generation) await plane.scheduler.send({ binding: key });
   }
   return result;
 }

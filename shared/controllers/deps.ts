@@ -31,6 +31,11 @@ export interface EvictionMessage {
   record?: EvictionRecord;
 }
 
+/** A binding to place. */
+export interface SchedulerMessage {
+  binding: string;
+}
+
 /** The eviction ledger port; its one adapter is the Table one. */
 export type EvictionLedger = Pick<TableLedger, keyof TableLedger>;
 
@@ -44,6 +49,7 @@ export interface ControlPlane {
   ledger: EvictionLedger;
   taintManager: MessageQueue<TaintManagerMessage>;
   evictions: MessageQueue<EvictionMessage>;
+  scheduler: MessageQueue<SchedulerMessage>;
   metrics: FailoverMetrics;
   clock: Clock;
   config: AppConfig;

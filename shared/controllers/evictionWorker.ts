@@ -69,6 +69,8 @@ export async function executeEviction(plane: ControlPlane, message: EvictionMess
     return 'lost-race';
   }
   await finishCommitted(plane, committed, false, binding);
+  // The binding lost a cluster: place it again.
+  await plane.scheduler.send({ binding: message.bindingKey });
   const latency = (now.getTime() - Date.parse(row.record.decidedAt)) / 1000;
   plane.metrics.recordProcessed(row.record.kind, 'success', latency);
   await plane.events.append([evictionEvent(committed, 'Evicted', `evicted from ${message.cluster} (${committed.purgeMode}): ${committed.why}`, 'Warning', now.toISOString())]);

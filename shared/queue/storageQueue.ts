@@ -8,6 +8,8 @@ export const QUEUES = {
   taintManager: 'taint-manager',
   /** Paced evictions, visible at their send slot. */
   evictions: 'evictions',
+  /** Bindings to place (new, or a cluster lost to eviction). */
+  scheduler: 'scheduler',
 } as const;
 
 // Azure Storage allows at most 7 days of initial invisibility.

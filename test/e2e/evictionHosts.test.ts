@@ -30,7 +30,9 @@ it('two hosts sharing one storage account keep the global rate; killing one mid-
     expect(rate).toBeLessThan(5 * 1.15);
     for (let i = 0; i < 30; i++) {
       const spec = (await api(b.url, 'GET', `resourcebindings/default/job${i}`)).body.spec;
-      expect(spec.clusters).toEqual([{ name: 'h2', replicas: 2 }]);
+      const names = spec.clusters.map((c: { name: string }) => c.name);
+      expect(names).toContain('h2');
+      expect(names).not.toContain('h1');
       expect(spec.gracefulEvictionTasks.filter((t: { fromCluster: string }) => t.fromCluster === 'h1')).toHaveLength(1);
     }
   } finally {

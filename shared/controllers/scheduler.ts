@@ -1,0 +1,73 @@
+import { schedule } from '../failover/scheduler';
+import { keep, write } from '../store/optimistic';
+import type { EventRecord } from '../store/ports';
+import { displayName, writeBinding } from './bindings';
+import type { ControlPlane } from './deps';
+import { fleetClusters } from './fleet';
+import { sweepBinding } from './gracefulEviction';
+import type { BindingStatus } from './records';
+
+type Condition = NonNullable<BindingStatus['conditions']>[number];
+
+function setCondition(status: BindingStatus, condition: Omit<Condition, 'lastTransitionTime'>, now: Date): void {
+  const conditions = status.conditions ?? [];
+  const previous = conditions.find((c) => c.type === condition.type);
+  const next: Condition = { ...condition, lastTransitionTime: previous && previous.status === condition.status ? previous.lastTransitionTime : now.toISOString() };
+  status.conditions = [...conditions.filter((c) => c.type !== condition.type), next];
+}
+
+export type ScheduleOutcome = 'scheduled' | 'no-fit' | 'up-to-date' | 'absent';
+
+/**
+ * Places a binding that needs it (its scheduled generation is behind: new without clusters, or a cluster
+ * lost to eviction). Success writes spec.clusters, schedulerObservedGeneration and Scheduled=True; no fit
+ * keeps the placement and writes Scheduled=False/NoClusterFit with why each cluster was rejected.
+ */
+export async function scheduleBinding(plane: ControlPlane, key: string): Promise<ScheduleOutcome> {
+  const clusters = await fleetClusters(plane);
+  let outcome: ScheduleOutcome = 'absent';
+  let event: EventRecord | undefined;
+  await writeBinding<null>(plane, key, (current, now) => {
+    event = undefined;
+    if (!current) {
+      outcome = 'absent';
+      return keep(null);
+    }
+    if (current.status.schedulerObservedGeneration === current.generation) {
+      outcome = 'up-to-date';
+      return keep(null);
+    }
+    const result = schedule({ replicas: current.spec.replicas ?? 0, placement: current.spec.placement, current: current.spec.clusters ?? [], clusters });
+    const name = displayName(current);
+    if (!result.ok) {
+      outcome = 'no-fit';
+      const before = JSON.stringify(current.status.conditions ?? []);
+      setCondition(current.status, { type: 'Scheduled', status: 'False', reason: 'NoClusterFit', message: result.message }, now);
+      if (JSON.stringify(current.status.conditions) === before) return keep(null);
+      event = { time: now.toISOString(), kind: current.kind, name, type: 'Warning', reason: 'NoClusterFit', message: result.message, details: { rejected: result.rejected } };
+      return write(current, null);
+    }
+    outcome = 'scheduled';
+    const changed = JSON.stringify(result.clusters) !== JSON.stringify((current.spec.clusters ?? []).map((c) => ({ name: c.name, replicas: c.replicas ?? current.spec.replicas ?? 0 })));
+    if (changed) {
+      current.spec.clusters = result.clusters;
+      current.generation += 1;
+    }
+    current.status.schedulerObservedGeneration = current.generation;
+    setCondition(current.status, { type: 'Scheduled', status: 'True', reason: 'Success', message: `placed on ${result.clusters.map((c) => `${c.name} (${c.replicas})`).join(', ')}` }, now);
+    event = { time: now.toISOString(), kind: current.kind, name, type: 'Normal', reason: 'Scheduled', message: `placed on ${result.clusters.map((c) => c.name).join(', ')}` };
+    return write(current, null);
+  });
+  if (event) await plane.events.append([event]);
+  if ((outcome as ScheduleOutcome) === 'scheduled') await sweepBinding(plane, key);
+  return outcome;
+}
+
+/** The scheduler's resync: every binding whose scheduled generation is behind. */
+export async function scheduleAll(plane: ControlPlane): Promise<number> {
+  let scheduled = 0;
+  for (const entry of await plane.bindings.list()) {
+    if (entry.value.status.schedulerObservedGeneration !== entry.value.generation && (await scheduleBinding(plane, entry.id)) === 'scheduled') scheduled++;
+  }
+  return scheduled;
+}
