@@ -33,7 +33,9 @@ export type PreCheckResult = { ok: true; candidates: string[] } | { ok: false; r
  * Seed 000, "Improvement of the scheduling success rate": evict only when the workload has somewhere to go.
  * Duplicated: the clusters other than the faulty one that match the affinity and would take the workload
  * must number at least the spread constraint's minGroups (1 without one). Divided: at least one such
- * cluster outside the current placement.
+ * cluster, inside the current placement or outside it. (Seed 000 asks for one outside the placement, but
+ * seed 001's own Divided example moves the replicas of a failed cluster onto the one still placed; we
+ * follow seed 001, so a Divided workload is never blocked while a cluster it runs on can take its replicas.)
  */
 export function preScheduleCheck(input: PreCheckInput): PreCheckResult {
   const tolerations = input.placement?.clusterTolerations ?? [];
@@ -43,8 +45,7 @@ export function preScheduleCheck(input: PreCheckInput): PreCheckResult {
   );
   const type = input.placement?.replicaScheduling?.replicaSchedulingType ?? 'Duplicated';
   if (type === 'Divided') {
-    const outside = usable.filter((c) => !input.placedOn.includes(c.name)).map((c) => c.name);
-    return outside.length > 0 ? { ok: true, candidates: outside } : { ok: false, reason: 'Divided: no cluster outside the current placement matches the affinity and accepts the workload' };
+    return usable.length > 0 ? { ok: true, candidates: usable.map((c) => c.name) } : { ok: false, reason: 'Divided: no other cluster matches the affinity and accepts the workload' };
   }
   const minGroups = Math.max(1, ...(input.placement?.spreadConstraints ?? []).map((s) => s.minGroups ?? 0));
   return usable.length >= minGroups

@@ -98,7 +98,8 @@ describe('pre-scheduling check (seed 000)', () => {
     { name: 'a PreferNoExecute cluster never counts', placement: { clusterAffinity: { clusterNames: ['m1', 'm4'] }, clusterTolerations: [{ operator: 'Exists' }] }, placedOn: ['m1'], ok: false },
     { name: 'Duplicated with minGroups 3 and two usable clusters', placement: { spreadConstraints: [{ spreadByField: 'cluster', minGroups: 3, maxGroups: 3 }], clusterAffinity: { clusterNames: ['m1', 'm2', 'm5'] } }, placedOn: ['m1', 'm2'], ok: false },
     { name: 'Duplicated with minGroups 2 and two usable clusters', placement: { spreadConstraints: [{ spreadByField: 'cluster', minGroups: 2, maxGroups: 2 }] }, placedOn: ['m1', 'm2'], ok: true },
-    { name: 'Divided needs a cluster outside the placement', placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] }, replicaScheduling: { replicaSchedulingType: 'Divided' } }, placedOn: ['m1', 'm2'], ok: false },
+    { name: 'Divided may move the replicas onto a cluster still placed (seed 001)', placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] }, replicaScheduling: { replicaSchedulingType: 'Divided' } }, placedOn: ['m1', 'm2'], ok: true },
+    { name: 'Divided with no other usable cluster', placement: { clusterAffinity: { clusterNames: ['m1', 'm3'] }, replicaScheduling: { replicaSchedulingType: 'Divided' } }, placedOn: ['m1', 'm3'], ok: false },
     { name: 'Divided with a free matching cluster', placement: { replicaScheduling: { replicaSchedulingType: 'Divided' } }, placedOn: ['m1', 'm2'], ok: true },
   ];
   it.each(cases)('$name', ({ placement, placedOn, ok }) => {
