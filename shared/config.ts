@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { RateSettings } from './failover/evictionDecision';
+import { EVICTION_PLUGINS, EvictionPlugin } from './failover/gracefulEviction';
 
 /**
  * Every app setting the code reads, with its default. The README's configuration table mirrors this list;
@@ -105,6 +106,17 @@ export const settingsSchema = z.object({
   ALERTMANAGER_CONDITION_LABEL: z.string().trim().min(1).max(256).default('condition'),
   ALERTMANAGER_STATUS_LABEL: z.string().trim().min(1).max(256).default('condition_status'),
   // Azure resource IDs compare case-insensitively.
+  EVICTION_PLUGINS: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      if (value === undefined) return ['ResourceHealth'] as EvictionPlugin[];
+      const names = value.split(',').map((v) => v.trim()).filter(Boolean);
+      const unknown = names.filter((n) => !(EVICTION_PLUGINS as readonly string[]).includes(n));
+      if (unknown.length === 0) return names as EvictionPlugin[];
+      ctx.addIssue({ code: 'custom', message: `unknown plugin(s) ${unknown.join(', ')}; known: ${EVICTION_PLUGINS.join(', ')} (empty for none)` });
+      return z.NEVER;
+    }),
   GRACEFUL_EVICTION_TIMEOUT_SECONDS: z
     .string()
     .optional()
@@ -132,6 +144,8 @@ export interface AppConfig {
   alerts: AlertSettings;
   /** Optional global limit on graceful-eviction tasks; none by default (design decision 9). */
   gracefulEvictionTimeoutSeconds?: number;
+  /** Graceful-eviction plugins; any one passing clears a task. */
+  evictionPlugins: EvictionPlugin[];
 }
 
 export interface AlertSettings {
@@ -187,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       azureMonitorToken: s.AZURE_MONITOR_TOKEN,
     },
     gracefulEvictionTimeoutSeconds: s.GRACEFUL_EVICTION_TIMEOUT_SECONDS,
+    evictionPlugins: s.EVICTION_PLUGINS,
     alerts: {
       alertmanager: { clusterLabel: s.ALERTMANAGER_CLUSTER_LABEL, conditionLabel: s.ALERTMANAGER_CONDITION_LABEL, statusLabel: s.ALERTMANAGER_STATUS_LABEL },
       azureMonitorClusterMap: s.AZURE_MONITOR_CLUSTER_MAP,

@@ -24,7 +24,7 @@ export async function sweepBinding(plane: ControlPlane, key: string): Promise<Ar
         aggregatedStatus: current.status.aggregatedStatus ?? [],
       },
       now,
-      { globalTimeoutSeconds: plane.config.gracefulEvictionTimeoutSeconds },
+      { globalTimeoutSeconds: plane.config.gracefulEvictionTimeoutSeconds, plugins: plane.config.evictionPlugins },
     );
     if (assessment.drop.length === 0) return keep(null);
     dropped = assessment.drop;

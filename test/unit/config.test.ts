@@ -17,6 +17,7 @@ describe('app settings', () => {
       failoverEnabled: false,
       rates: { resourceEvictionRate: 0.5, secondaryResourceEvictionRate: 0.1, unhealthyClusterThreshold: 0.55, largeClusterNumThreshold: 10 },
       auth: { mode: 'required', signingKey: undefined, clusterKeys: {}, adminToken: undefined, alertmanagerToken: undefined, azureMonitorToken: undefined },
+      evictionPlugins: ['ResourceHealth'],
       alerts: { alertmanager: { clusterLabel: 'cluster', conditionLabel: 'condition', statusLabel: 'condition_status' }, azureMonitorClusterMap: {} },
     });
   });
@@ -31,6 +32,7 @@ describe('app settings', () => {
     [{ UNHEALTHY_CLUSTER_THRESHOLD: '55' }, 'UNHEALTHY_CLUSTER_THRESHOLD: must be a fraction between 0 and 1, got "55"'],
     [{ LARGE_CLUSTER_NUM_THRESHOLD: '2.5' }, 'LARGE_CLUSTER_NUM_THRESHOLD: must be a whole number ≥ 0, got "2.5"'],
     [{ FAILOVER_ENABLED: 'on' }, 'FAILOVER_ENABLED: must be true or false, got "on"'],
+    [{ EVICTION_PLUGINS: 'ResourceHealth,Magic' }, 'EVICTION_PLUGINS: unknown plugin(s) Magic; known: ResourceHealth (empty for none)'],
     [{ AUTH_MODE: 'optional' }, 'AUTH_MODE: must be required or none, got "optional"'],
     [{ ADMIN_TOKEN: 'short-secret' }, 'ADMIN_TOKEN: must be at least 16 characters (the value is not shown)'],
     [{ REPORTER_CLUSTER_KEYS: '{"member1": "abc"}' }, 'REPORTER_CLUSTER_KEYS: must be a JSON object of cluster name to key (keys of at least 16 characters); the value is not shown'],
