@@ -3,14 +3,18 @@ import type { BindingSpec, ClusterSpecInput, ClusterTaintPolicySpec } from '../a
 import type { BindingKind } from '../failover/bindingModel';
 import type { ClusterFacts, ClusterTaint, Condition, PolicyWindow, TaintPolicy } from '../failover/model';
 
-/** A cluster as stored: one document, so conditions, taints and windows change together under one ETag. */
-export interface ClusterRecord {
+/** What every stored object carries, as Kubernetes metadata. */
+export interface StoredMetadata {
   name: string;
   uid: string;
   createdAt: string;
   generation: number;
   labels: Record<string, string>;
   annotations: Record<string, string>;
+}
+
+/** A cluster as stored: one document, so conditions, taints and windows change together under one ETag. */
+export interface ClusterRecord extends StoredMetadata {
   spec: Omit<ClusterSpecInput, 'taints'>;
   taints: ClusterTaint[];
   conditions: Condition[];
@@ -27,13 +31,7 @@ export interface ClusterRecord {
   evaluationScheduledFor?: string;
 }
 
-export interface PolicyRecord {
-  name: string;
-  uid: string;
-  createdAt: string;
-  generation: number;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
+export interface PolicyRecord extends StoredMetadata {
   spec: ClusterTaintPolicySpec;
 }
 
@@ -78,7 +76,7 @@ export function taintPolicy(record: PolicyRecord): TaintPolicy {
 const CLUSTER_API_VERSION = 'cluster.karmada.io/v1alpha1';
 const POLICY_API_VERSION = 'policy.karmada.io/v1alpha1';
 
-const metadataView = (record: { name: string; uid: string; createdAt: string; generation: number; labels: Record<string, string>; annotations: Record<string, string> }, etag?: string) => ({
+const metadataView = (record: StoredMetadata, etag?: string) => ({
   name: record.name,
   uid: record.uid,
   creationTimestamp: record.createdAt,
@@ -119,16 +117,10 @@ export function policyResource(record: PolicyRecord, etag?: string) {
 }
 
 /** A ResourceBinding or ClusterResourceBinding as stored. `rev` counts writes, for the placement index. */
-export interface BindingRecord {
+export interface BindingRecord extends StoredMetadata {
   kind: BindingKind;
   namespace?: string;
-  name: string;
-  uid: string;
-  createdAt: string;
-  generation: number;
   rev: number;
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
   spec: BindingSpec;
   status: BindingStatus;
 }
