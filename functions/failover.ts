@@ -13,12 +13,9 @@ import { controlPlane } from '../shared/runtime';
 export const fleet = httpFunction(async (req) => {
   allowMethods(req, ['GET']);
   const plane = controlPlane();
-  const [health, { state }, pending, scheduled] = await Promise.all([
-    currentFleetHealth(plane, 0),
-    plane.ledger.getPacerState(),
-    plane.ledger.scanEvictions({ state: 'pending' }),
-    plane.ledger.scanEvictions({ state: 'scheduled' }),
-  ]);
+  const [health, { state }, waiting] = await Promise.all([currentFleetHealth(plane, 0), plane.ledger.getPacerState(), plane.ledger.scanEvictions({ states: ['pending', 'scheduled'] })]);
+  const pending = waiting.filter((row) => row.record.state === 'pending');
+  const scheduled = waiting.filter((row) => row.record.state === 'scheduled');
   return json(200, {
     total: health.total,
     faulty: health.faulty,

@@ -23,5 +23,3 @@ export class ManualClock implements Clock {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
-
-export const addSeconds = (time: Date, seconds: number): Date => new Date(time.getTime() + seconds * 1000);

@@ -81,6 +81,14 @@ export const metadataSchema = (name: z.ZodType<string>) =>
     creationTimestamp: z.string().optional(),
   });
 
+/**
+ * The Karmada envelope: apiVersion, kind, metadata, spec. Status is accepted and ignored, like the
+ * Kubernetes status subresource (health comes from reports), so GET output can be applied again.
+ */
+function resourceSchema<A extends string, K extends string, M extends z.ZodType, S extends z.ZodType>(apiVersion: A, kind: K, metadata: M, spec: S) {
+  return strictObject({ apiVersion: z.literal(apiVersion), kind: z.literal(kind), metadata, spec, status: z.unknown().optional() });
+}
+
 export const taintSchema = strictObject({
   key: qualifiedName,
   value: labelValue.optional(),
@@ -145,14 +153,7 @@ export const clusterSpecSchema = strictObject({
 });
 export type ClusterSpecInput = z.infer<typeof clusterSpecSchema>;
 
-export const clusterSchema = strictObject({
-  apiVersion: z.literal('cluster.karmada.io/v1alpha1'),
-  kind: z.literal('Cluster'),
-  metadata: metadataSchema(clusterName),
-  spec: clusterSpecSchema.optional(),
-  // Status is owned by health reports; like the Kubernetes status subresource it is ignored on apply.
-  status: z.unknown().optional(),
-}).superRefine((cluster, ctx) =>
+export const clusterSchema = resourceSchema('cluster.karmada.io/v1alpha1', 'Cluster', metadataSchema(clusterName), clusterSpecSchema.optional()).superRefine((cluster, ctx) =>
   flagDuplicates(cluster.spec?.taints, (t) => `${t.key}:${t.effect}`, ctx, (i) => ['spec', 'taints', i], (id, first) => `duplicate taint ${id} (also at spec.taints[${first}]); taints are unique by key and effect`),
 );
 export type ClusterInput = z.infer<typeof clusterSchema>;
@@ -188,13 +189,7 @@ export const clusterTaintPolicySpecSchema = strictObject({
 );
 export type ClusterTaintPolicySpec = z.infer<typeof clusterTaintPolicySpecSchema>;
 
-export const clusterTaintPolicySchema = strictObject({
-  apiVersion: z.literal('policy.karmada.io/v1alpha1'),
-  kind: z.literal('ClusterTaintPolicy'),
-  metadata: metadataSchema(objectName),
-  spec: clusterTaintPolicySpecSchema,
-  status: z.unknown().optional(),
-});
+export const clusterTaintPolicySchema = resourceSchema('policy.karmada.io/v1alpha1', 'ClusterTaintPolicy', metadataSchema(objectName), clusterTaintPolicySpecSchema);
 export type ClusterTaintPolicyInput = z.infer<typeof clusterTaintPolicySchema>;
 
 // ---------------------------------------------------------------------------------------------
@@ -345,20 +340,8 @@ export const bindingSpecSchema = strictObject({
 );
 export type BindingSpec = z.infer<typeof bindingSpecSchema>;
 
-export const resourceBindingSchema = strictObject({
-  apiVersion: z.literal('work.karmada.io/v1alpha2'),
-  kind: z.literal('ResourceBinding'),
-  metadata: namespacedMetadataSchema,
-  spec: bindingSpecSchema,
-  status: z.unknown().optional(),
-});
-export const clusterResourceBindingSchema = strictObject({
-  apiVersion: z.literal('work.karmada.io/v1alpha2'),
-  kind: z.literal('ClusterResourceBinding'),
-  metadata: metadataSchema(objectName),
-  spec: bindingSpecSchema,
-  status: z.unknown().optional(),
-});
+export const resourceBindingSchema = resourceSchema('work.karmada.io/v1alpha2', 'ResourceBinding', namespacedMetadataSchema, bindingSpecSchema);
+export const clusterResourceBindingSchema = resourceSchema('work.karmada.io/v1alpha2', 'ClusterResourceBinding', metadataSchema(objectName), bindingSpecSchema);
 export type ResourceBindingInput = z.infer<typeof resourceBindingSchema>;
 export type ClusterResourceBindingInput = z.infer<typeof clusterResourceBindingSchema>;
 

@@ -145,7 +145,7 @@ export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned
   let planned = 0;
   let abandoned = 0;
   for (const name of faulty) planned += (await manageCluster(plane, name)).planned;
-  const active = [...(await plane.ledger.scanEvictions({ state: 'pending' })), ...(await plane.ledger.scanEvictions({ state: 'scheduled' }))];
+  const active = await plane.ledger.scanEvictions({ states: ['pending', 'scheduled'] });
   for (const cluster of new Set(active.map((r) => r.record.cluster))) {
     if (!faulty.has(cluster)) abandoned += (await manageCluster(plane, cluster)).abandoned;
   }

@@ -23,7 +23,6 @@ const CORE_MODULE = '@azure/functions-core';
 const CORE_PATH = '/__local_host__/@azure/functions-core.js';
 
 const registry: RegisteredFunction[] = [];
-const hooks: Array<{ name: string; callback: unknown }> = [];
 
 const fakeCore = {
   version: 'local-host',
@@ -37,8 +36,8 @@ const fakeCore = {
     registry.push({ name: metadata.name, bindings: metadata.bindings, handler });
     return { dispose() {} };
   },
-  registerHook(name: string, callback: unknown) {
-    hooks.push({ name, callback });
+  // app.hook.* registrations are accepted and not run: the local host has no invocation hooks.
+  registerHook(_name: string, _callback: unknown) {
     return { dispose() {} };
   },
   log(level: string, category: string, message: string) {
@@ -76,10 +75,6 @@ export function installFunctionsCore(): void {
 
 export function registeredFunctions(): readonly RegisteredFunction[] {
   return registry;
-}
-
-export function registeredHooks(): ReadonlyArray<{ name: string; callback: unknown }> {
-  return hooks;
 }
 
 /** The trigger binding of a registered function. */

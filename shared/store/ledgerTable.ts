@@ -139,11 +139,12 @@ export class TableLedger {
     return (await this.query<Record<string, unknown>>(filter)).map((e) => ({ record: evictionFromEntity(e), etag: e.etag }));
   }
 
-  /** Ledger rows across clusters (the API and the blocked-row retry); a filtered scan. */
-  async scanEvictions(filter: { cluster?: string; state?: EvictionState }): Promise<VersionedEviction[]> {
+  /** Ledger rows across clusters (the API, the resync and the blocked-row retry); one filtered scan. */
+  async scanEvictions(filter: { cluster?: string; state?: EvictionState; states?: readonly EvictionState[] }): Promise<VersionedEviction[]> {
     const clauses = [odata`RowKey ge ${EVICTION} and RowKey lt ${'e;'}`];
     if (filter.cluster) clauses.push(clusterRange(filter.cluster));
-    if (filter.state) clauses.push(odata`state eq ${filter.state}`);
+    const states = filter.states ?? (filter.state ? [filter.state] : []);
+    if (states.length > 0) clauses.push(`(${states.map((state) => odata`state eq ${state}`).join(' or ')})`);
     return (await this.query<Record<string, unknown>>(clauses.join(' and '))).map((e) => ({ record: evictionFromEntity(e), etag: e.etag }));
   }
 
