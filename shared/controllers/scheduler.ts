@@ -24,7 +24,9 @@ export type ScheduleOutcome = 'scheduled' | 'no-fit' | 'up-to-date' | 'absent';
  * keeps the placement and writes Scheduled=False/NoClusterFit with why each cluster was rejected.
  */
 export async function scheduleBinding(plane: ControlPlane, key: string): Promise<ScheduleOutcome> {
-  const clusters = await fleetClusters(plane);
+  // A fresh view: a placement decided on a second-old list would miss a cluster just registered or
+  // recovered, and a no-fit is only retried at the next resync.
+  const clusters = await fleetClusters(plane, 0);
   let outcome: ScheduleOutcome = 'absent';
   let event: EventRecord | undefined;
   await writeBinding<null>(plane, key, (current, now) => {

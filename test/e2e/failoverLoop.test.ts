@@ -30,11 +30,7 @@ const scheduled = (base: string, name: string) =>
     return b.status?.schedulerObservedGeneration === b.metadata.generation ? b : undefined;
   }, 10_000, 100);
 const fail = (base: string, name: string) => applyObjects(base, [cluster(name, true)]);
-// The scheduler reads a per-host view of the fleet at most a second old: give it that second.
-const recover = async (base: string, name: string) => {
-  await applyObjects(base, [cluster(name, false)]);
-  await sleep(1200);
-};
+const recover = (base: string, name: string) => applyObjects(base, [cluster(name, false)]);
 const health = (base: string, name: string, clusters: string[], state = 'Healthy') =>
   api(base, 'POST', `resourcebindings/loop/${name}/status`, { aggregatedStatus: clusters.map((c) => ({ clusterName: c, health: state })) });
 
