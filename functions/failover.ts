@@ -1,3 +1,4 @@
+import { applicationFailoverResync } from '../shared/controllers/applicationFailover';
 import { app } from '@azure/functions';
 import { z } from 'zod';
 import { badRequest, notFound, toFieldErrors } from '../shared/api/errors';
@@ -67,6 +68,8 @@ export const failoverSwitch = httpFunction(async (req) => {
   const plane = controlPlane();
   requireAdmin(req, plane.config.auth);
   await setPaused(plane, action === 'pause');
+  // Application failovers held by the pause go now rather than at the next resync.
+  if (action === 'resume') await applicationFailoverResync(plane);
   return json(200, { paused: action === 'pause', failoverEnabled: plane.config.failoverEnabled });
 });
 

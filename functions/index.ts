@@ -18,3 +18,4 @@ import './failover';
 import './alertWebhooks';
 import './bindingStatus';
 import './scheduler';
+import './applicationFailover';

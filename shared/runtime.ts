@@ -1,6 +1,7 @@
 import { systemClock } from './clock';
 import { AppConfig, loadConfig } from './config';
 import type { ControlPlane, EvictionMessage, SchedulerMessage, TaintEvaluationMessage, TaintManagerMessage } from './controllers/deps';
+import type { ApplicationFailoverMessage } from './controllers/applicationFailover';
 import type { BindingRecord, ClusterRecord, PolicyRecord } from './controllers/records';
 import { TableLedger } from './store/ledgerTable';
 import { FailoverMetrics } from './telemetry/metrics';
@@ -27,6 +28,7 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
     taintManager: new StorageMessageQueue<TaintManagerMessage>(storage.queue(QUEUES.taintManager)),
     evictions: new StorageMessageQueue<EvictionMessage>(storage.queue(QUEUES.evictions)),
     scheduler: new StorageMessageQueue<SchedulerMessage>(storage.queue(QUEUES.scheduler)),
+    applicationFailover: new StorageMessageQueue<ApplicationFailoverMessage>(storage.queue(QUEUES.applicationFailover)),
     metrics: new FailoverMetrics(),
     clock: systemClock,
     config,

@@ -302,8 +302,38 @@ export const clusterFailoverSchema = strictObject({
 });
 export type ClusterFailover = z.infer<typeof clusterFailoverSchema>;
 
+const wholeSeconds = z.number().int('must be a whole number of seconds').max(2_147_483_647, 'must fit in 32 bits');
+
+/**
+ * Seed 003's ApplicationFailoverBehavior. Defaults: tolerationSeconds 10, purgeMode Graciously (stored
+ * as Gracefully) with gracePeriodSeconds 600, blockPredecessorSeconds 600 (0 = never again).
+ */
+export const applicationFailoverSchema = strictObject({
+  decisionConditions: strictObject({
+    tolerationSeconds: wholeSeconds.min(0, 'must not be negative').default(10),
+    // The seed's own example lists `healthyState: [Unhealthy]` here: the state that triggers failover.
+    // Unhealthy is the only one that does, so it is accepted and means the default.
+    healthyState: z.array(z.literal('Unhealthy')).max(1).optional(),
+  }).default({ tolerationSeconds: 10 }),
+  preConditions: strictObject({
+    delaySeconds: wholeSeconds.min(0, 'must not be negative').optional(),
+    healthyState: z.literal('Healthy').optional(),
+  }).optional(),
+  purgeMode: purgeModeSchema(PURGE_MODES).default('Gracefully'),
+  gracePeriodSeconds: wholeSeconds.min(1, 'must be greater than 0').optional(),
+  blockPredecessorSeconds: wholeSeconds.min(0, 'must not be negative (0 blocks the cluster for ever)').default(600),
+}).transform((behavior, ctx) => {
+  if (behavior.gracePeriodSeconds !== undefined && behavior.purgeMode !== 'Gracefully') {
+    ctx.addIssue({ code: 'custom', path: ['gracePeriodSeconds'], message: `only applies with purgeMode Graciously (Gracefully); purgeMode is ${behavior.purgeMode === 'Directly' ? 'Immediately' : 'Never'}` });
+    return z.NEVER;
+  }
+  return behavior.purgeMode === 'Gracefully' ? { ...behavior, gracePeriodSeconds: behavior.gracePeriodSeconds ?? 600 } : behavior;
+});
+export type ApplicationFailover = z.infer<typeof applicationFailoverSchema>;
+
 export const failoverSchema = strictObject({
   cluster: clusterFailoverSchema.optional(),
+  application: applicationFailoverSchema.optional(),
 });
 export type FailoverBehavior = z.infer<typeof failoverSchema>;
 
@@ -321,6 +351,9 @@ export const gracefulEvictionTaskSchema = strictObject({
 });
 export type GracefulEvictionTask = z.infer<typeof gracefulEvictionTaskSchema>;
 
+export const evictionHistorySchema = strictObject({ clusterName, creationTimestamp: timestamp });
+export type EvictionHistoryEntry = z.infer<typeof evictionHistorySchema>;
+
 export const bindingSpecSchema = strictObject({
   resource: strictObject({
     apiVersion: z.string().min(1).max(253),
@@ -335,6 +368,8 @@ export const bindingSpecSchema = strictObject({
   placement: placementSchema.optional(),
   failover: failoverSchema.optional(),
   gracefulEvictionTasks: z.array(gracefulEvictionTaskSchema).max(1000).optional(),
+  // Written by application failover; accepted so GET output applies again, but the stored one is kept.
+  activeEvictionHistory: z.array(evictionHistorySchema).max(1000).optional(),
 }).superRefine((spec, ctx) =>
   flagDuplicates(spec.clusters, (c) => c.name, ctx, (i) => ['clusters', i, 'name'], (id, first) => `cluster "${id}" is listed twice (also at spec.clusters[${first}])`),
 );

@@ -97,7 +97,9 @@ export async function applyBinding(plane: ControlPlane, input: BindingInput): Pr
     };
     next.labels = input.metadata.labels ?? {};
     next.annotations = input.metadata.annotations ?? {};
-    next.spec = input.spec;
+    // activeEvictionHistory is the control plane's record (seed 003: populated by the system): kept.
+    const { activeEvictionHistory: _ignored, ...applied } = input.spec;
+    next.spec = current?.spec.activeEvictionHistory?.length ? { ...applied, activeEvictionHistory: current.spec.activeEvictionHistory } : applied;
     if (current && userView(current) === userView(next)) return keep('unchanged');
     if (current) next.generation += 1;
     // Clusters given in the applied spec are the placement (as a person or another scheduler decided it);

@@ -6,6 +6,7 @@ import type { Logger } from '../telemetry/log';
 import type { EvictionRecord } from '../failover/bindingModel';
 import type { TableLedger } from '../store/ledgerTable';
 import type { FailoverMetrics } from '../telemetry/metrics';
+import type { ApplicationFailoverMessage } from './applicationFailover';
 import type { BindingRecord, ClusterRecord, PolicyRecord } from './records';
 
 /** A request to re-evaluate one cluster's taints, now or at `dueAt`. */
@@ -50,6 +51,7 @@ export interface ControlPlane {
   taintManager: MessageQueue<TaintManagerMessage>;
   evictions: MessageQueue<EvictionMessage>;
   scheduler: MessageQueue<SchedulerMessage>;
+  applicationFailover: MessageQueue<ApplicationFailoverMessage>;
   metrics: FailoverMetrics;
   clock: Clock;
   config: AppConfig;

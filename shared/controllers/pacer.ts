@@ -131,7 +131,9 @@ export async function setPaused(plane: ControlPlane, paused: boolean): Promise<v
   for (let attempt = 0; attempt < 20; attempt++) {
     const { state, etag } = await plane.ledger.getPacerState();
     if (state.paused === paused) return;
-    if (await plane.ledger.putPacerState({ ...state, paused, updatedAt: plane.clock.now().toISOString() }, etag)) {
+    const next = { ...state, paused, updatedAt: plane.clock.now().toISOString() };
+    if (await plane.ledger.putPacerState(next, etag)) {
+      stateCache.set(plane, { at: Date.now(), state: next });
       await plane.events.append([{ time: plane.clock.now().toISOString(), kind: 'Failover', name: 'evictions', type: 'Normal', reason: paused ? 'Paused' : 'Resumed', message: paused ? 'evictions paused' : 'evictions resumed' }]);
       plane.log.info(paused ? 'evictions paused' : 'evictions resumed');
       return;

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { BindingSpec, ClusterSpecInput, ClusterTaintPolicySpec } from '../api/resources';
+import type { WorkloadStatusItem } from '../failover/applicationFailover';
 import type { BindingKind } from '../failover/bindingModel';
 import type { ClusterFacts, ClusterTaint, Condition, PolicyWindow, TaintPolicy } from '../failover/model';
 
@@ -128,7 +129,8 @@ export interface BindingRecord extends StoredMetadata {
 export interface BindingStatus {
   schedulerObservedGeneration?: number;
   conditions?: Array<{ type: string; status: string; reason?: string; message?: string; lastTransitionTime: string }>;
-  aggregatedStatus?: Array<{ clusterName: string; applied?: boolean; health?: 'Healthy' | 'Unhealthy' | 'Unknown' }>;
+  /** Per cluster: the reported health plus what application failover keeps (first collected, settled, stretch). */
+  aggregatedStatus?: WorkloadStatusItem[];
 }
 
 export function bindingResource(record: BindingRecord, etag?: string) {

@@ -1,4 +1,6 @@
+import { activeBlocks } from '../failover/applicationFailover';
 import { schedule } from '../failover/scheduler';
+import { DEFAULT_BLOCK_SECONDS } from './applicationFailover';
 import { keep, write } from '../store/optimistic';
 import type { EventRecord } from '../store/ports';
 import { displayName, writeBinding } from './bindings';
@@ -39,7 +41,10 @@ export async function scheduleBinding(plane: ControlPlane, key: string): Promise
       outcome = 'up-to-date';
       return keep(null);
     }
-    const result = schedule({ replicas: current.spec.replicas ?? 0, placement: current.spec.placement, current: current.spec.clusters ?? [], clusters });
+    // Clusters this binding left for an application failure stay out until their block ends (seed 003).
+    const history = activeBlocks(current.spec.activeEvictionHistory ?? [], current.spec.failover?.application?.blockPredecessorSeconds ?? DEFAULT_BLOCK_SECONDS, now);
+    if ((current.spec.activeEvictionHistory ?? []).length > 0) current.spec.activeEvictionHistory = history.keep;
+    const result = schedule({ replicas: current.spec.replicas ?? 0, placement: current.spec.placement, current: current.spec.clusters ?? [], clusters, blocked: history.blocked });
     const name = displayName(current);
     if (!result.ok) {
       outcome = 'no-fit';

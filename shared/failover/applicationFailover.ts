@@ -1,98 +1,118 @@
+import type { ApplicationFailover, EvictionHistoryEntry } from '../api/resources';
+
 /**
- * Application failover decisions (seed 003, design decision 10), pure and clock-driven. Not wired to the
- * API yet: the next step adds `failover.application` to bindings and a function around these.
+ * Application failover decisions (seed 003, design decision 10), pure and clock-driven.
  *
- * Per (binding, cluster) the first Unhealthy time is kept (persisted by the caller): Healthy resets it,
- * Unknown neither counts nor resets. A cluster is evicted once Unhealthy for tolerationSeconds (0 = the
+ * Per (binding, cluster) the aggregated status item keeps when the workload's status was first collected
+ * (`creationTimestamp`), whether it was ever Healthy there (`settled`) and when its current Unhealthy
+ * stretch began (`unhealthySince`); the caller persists them with the binding, so a restart keeps every
+ * deadline. Healthy ends the stretch; Unknown neither counts nor resets (it never evicts by itself, and
+ * the stretch it interrupts goes on). A cluster is evicted once Unhealthy for tolerationSeconds (0 = the
  * first Unhealthy report), provided the preconditions hold: the status was first collected at least
- * delaySeconds ago, and, with healthyState: Healthy, the workload once settled (was Healthy) there.
+ * delaySeconds ago, and, with healthyState: Healthy, the workload once settled there.
  */
 
-export interface ApplicationFailoverPolicy {
-  tolerationSeconds: number;
-  delaySeconds?: number;
-  requireSettled?: boolean;
-}
+export type WorkloadHealth = 'Healthy' | 'Unhealthy' | 'Unknown';
 
-export interface ClusterTrack {
-  /** When the workload's status was first collected from this cluster. */
-  firstCollectedAt: string;
+export interface WorkloadStatusItem {
+  clusterName: string;
+  applied?: boolean;
+  health?: WorkloadHealth;
+  /** When the control plane first collected this workload's status from the cluster. */
+  creationTimestamp?: string;
   /** It has been Healthy there at least once. */
-  settled: boolean;
+  settled?: boolean;
   /** Start of the current Unhealthy stretch. */
   unhealthySince?: string;
+  /** Why a due failover is not happening (preconditions, gate, pause, nowhere to go). */
+  failoverHeld?: string;
 }
 
-export interface HealthObservation {
+export interface ReportedStatus {
   clusterName: string;
-  health: 'Healthy' | 'Unhealthy' | 'Unknown';
+  applied?: boolean;
+  health: WorkloadHealth;
+}
+
+/**
+ * Folds a workload status report into the stored items: the control plane's own fields are kept from the
+ * previous item, the stretch starts at the first Unhealthy report on a placed cluster. Clusters not in
+ * the report keep their item.
+ */
+export function mergeWorkloadStatus(previous: readonly WorkloadStatusItem[], reported: readonly ReportedStatus[], placedOn: readonly string[], now: Date): WorkloadStatusItem[] {
+  const byCluster = new Map(previous.map((item) => [item.clusterName, item]));
+  for (const report of reported) {
+    const before = byCluster.get(report.clusterName);
+    const item: WorkloadStatusItem = {
+      clusterName: report.clusterName,
+      ...(report.applied !== undefined ? { applied: report.applied } : {}),
+      health: report.health,
+      creationTimestamp: before?.creationTimestamp ?? now.toISOString(),
+      settled: (before?.settled ?? false) || report.health === 'Healthy',
+    };
+    const placed = placedOn.includes(report.clusterName);
+    const since = report.health === 'Unhealthy' ? (before?.unhealthySince ?? now.toISOString()) : report.health === 'Unknown' ? before?.unhealthySince : undefined;
+    if (placed && since) item.unhealthySince = since;
+    if (placed && item.unhealthySince && before?.failoverHeld) item.failoverHeld = before.failoverHeld;
+    byCluster.set(report.clusterName, item);
+  }
+  return [...byCluster.values()];
 }
 
 export interface ApplicationAssessment {
-  tracks: Record<string, ClusterTrack>;
   evict: Array<{ cluster: string; unhealthySince: string }>;
-  /** Why an Unhealthy cluster is not evicted although its toleration has passed. */
+  /** Why an Unhealthy cluster past its toleration is not evicted (a precondition). */
   held: Array<{ cluster: string; why: string }>;
+  /** The earliest future moment something may change: a toleration or a delay ending. */
   nextCheckAt?: Date;
 }
 
-export function assessApplicationHealth(
-  previous: Readonly<Record<string, ClusterTrack>>,
-  observations: readonly HealthObservation[],
-  placedOn: readonly string[],
-  policy: ApplicationFailoverPolicy,
-  now: Date,
-): ApplicationAssessment {
+/** The due evictions of one binding, from its stored status items. */
+export function assessApplicationHealth(items: readonly WorkloadStatusItem[], placedOn: readonly string[], policy: ApplicationFailover, now: Date): ApplicationAssessment {
   const nowMs = now.getTime();
-  const tracks: Record<string, ClusterTrack> = {};
   const evict: ApplicationAssessment['evict'] = [];
   const held: ApplicationAssessment['held'] = [];
   const deadlines: number[] = [];
-  for (const observation of observations) {
-    if (!placedOn.includes(observation.clusterName)) continue;
-    const before = previous[observation.clusterName];
-    const track: ClusterTrack = before ? { ...before } : { firstCollectedAt: now.toISOString(), settled: false };
-    if (observation.health === 'Healthy') {
-      track.settled = true;
-      delete track.unhealthySince;
-    } else if (observation.health === 'Unhealthy') {
-      track.unhealthySince ??= now.toISOString();
-    }
-    tracks[observation.clusterName] = track;
-    // Unknown keeps the stretch running but never triggers an eviction by itself.
-    if (observation.health !== 'Unhealthy' || !track.unhealthySince) continue;
-    const due = Date.parse(track.unhealthySince) + policy.tolerationSeconds * 1000;
+  const delaySeconds = policy.preConditions?.delaySeconds ?? 0;
+  for (const item of items) {
+    if (!placedOn.includes(item.clusterName) || !item.unhealthySince) continue;
+    const due = Date.parse(item.unhealthySince) + policy.decisionConditions.tolerationSeconds * 1000;
     if (nowMs < due) {
       deadlines.push(due);
       continue;
     }
-    if (policy.requireSettled && !track.settled) {
-      held.push({ cluster: observation.clusterName, why: 'the workload never became Healthy on this cluster (healthyState: Healthy)' });
+    // Unknown keeps the stretch running but never evicts by itself.
+    if (item.health !== 'Unhealthy') continue;
+    if (policy.preConditions?.healthyState === 'Healthy' && !item.settled) {
+      held.push({ cluster: item.clusterName, why: 'the workload never became Healthy on this cluster (preConditions.healthyState: Healthy)' });
       continue;
     }
-    const ready = Date.parse(track.firstCollectedAt) + (policy.delaySeconds ?? 0) * 1000;
+    const ready = Date.parse(item.creationTimestamp ?? item.unhealthySince) + delaySeconds * 1000;
     if (nowMs < ready) {
-      held.push({ cluster: observation.clusterName, why: `its status was first collected less than ${policy.delaySeconds}s ago` });
+      held.push({ cluster: item.clusterName, why: `its status was first collected less than preConditions.delaySeconds (${delaySeconds}s) ago` });
       deadlines.push(ready);
       continue;
     }
-    evict.push({ cluster: observation.clusterName, unhealthySince: track.unhealthySince });
+    evict.push({ cluster: item.clusterName, unhealthySince: item.unhealthySince });
   }
-  // Clusters no longer reported keep their track only while still placed.
-  for (const [cluster, track] of Object.entries(previous)) if (!(cluster in tracks) && placedOn.includes(cluster)) tracks[cluster] = track;
-  return { tracks, evict, held, ...(deadlines.length > 0 ? { nextCheckAt: new Date(Math.min(...deadlines)) } : {}) };
+  return { evict, held, ...(deadlines.length > 0 ? { nextCheckAt: new Date(Math.min(...deadlines)) } : {}) };
 }
 
-export interface HistoryEntry {
-  clusterName: string;
-  creationTimestamp: string;
+/** When a history entry stops blocking its cluster, or undefined for ever (blockPredecessorSeconds 0). */
+export function blockedUntil(entry: EvictionHistoryEntry, blockPredecessorSeconds: number): Date | undefined {
+  return blockPredecessorSeconds === 0 ? undefined : new Date(Date.parse(entry.creationTimestamp) + blockPredecessorSeconds * 1000);
 }
 
 /**
  * activeEvictionHistory: clusters this binding left for an application failure stay blocked for
- * blockPredecessorSeconds (0 = for ever). Returns the clusters still blocked and the entries to keep.
+ * blockPredecessorSeconds (0 = for ever). Returns the clusters still blocked, the entries to keep, and
+ * when the next one expires.
  */
-export function activeBlocks(history: readonly HistoryEntry[], blockPredecessorSeconds: number, now: Date): { blocked: string[]; keep: HistoryEntry[] } {
-  const keep = history.filter((entry) => blockPredecessorSeconds === 0 || Date.parse(entry.creationTimestamp) + blockPredecessorSeconds * 1000 > now.getTime());
-  return { blocked: [...new Set(keep.map((entry) => entry.clusterName))].sort(), keep };
+export function activeBlocks(history: readonly EvictionHistoryEntry[], blockPredecessorSeconds: number, now: Date): { blocked: string[]; keep: EvictionHistoryEntry[]; nextExpiry?: Date } {
+  const keep = history.filter((entry) => {
+    const until = blockedUntil(entry, blockPredecessorSeconds);
+    return until === undefined || until.getTime() > now.getTime();
+  });
+  const expiries = keep.map((entry) => blockedUntil(entry, blockPredecessorSeconds)?.getTime()).filter((t): t is number => t !== undefined);
+  return { blocked: [...new Set(keep.map((entry) => entry.clusterName))].sort(), keep, ...(expiries.length > 0 ? { nextExpiry: new Date(Math.min(...expiries)) } : {}) };
 }

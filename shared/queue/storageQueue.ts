@@ -10,6 +10,8 @@ export const QUEUES = {
   evictions: 'evictions',
   /** Bindings to place (new, or a cluster lost to eviction). */
   scheduler: 'scheduler',
+  /** Application failover deadline checks, visible shortly before their deadline. */
+  applicationFailover: 'application-failover',
 } as const;
 
 // Azure Storage allows at most 7 days of initial invisibility.

@@ -235,3 +235,46 @@ describe('binding decoding', () => {
     expect(errorsOf(() => decodeApplyDocuments([binding(spec)])).errors).toEqual([expect.objectContaining(error)]);
   });
 });
+
+describe('application failover decoding', () => {
+  const binding = (application: unknown) => ({
+    apiVersion: 'work.karmada.io/v1alpha2',
+    kind: 'ResourceBinding',
+    metadata: { name: 'nginx' },
+    spec: { resource: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'nginx' }, failover: { application } },
+  });
+  const decode = (application: unknown) => {
+    const [decoded] = decodeApplyDocuments([binding(application)]);
+    return decoded.kind === 'ResourceBinding' ? decoded.object.spec.failover?.application : undefined;
+  };
+  it.each<[string, unknown, unknown]>([
+    ['empty: every default', {}, { decisionConditions: { tolerationSeconds: 10 }, purgeMode: 'Gracefully', gracePeriodSeconds: 600, blockPredecessorSeconds: 600 }],
+    ['Graciously with its grace period', { purgeMode: 'Graciously', gracePeriodSeconds: 30 }, { decisionConditions: { tolerationSeconds: 10 }, purgeMode: 'Gracefully', gracePeriodSeconds: 30, blockPredecessorSeconds: 600 }],
+    ['Immediately is Directly, no grace period', { purgeMode: 'Immediately' }, { decisionConditions: { tolerationSeconds: 10 }, purgeMode: 'Directly', blockPredecessorSeconds: 600 }],
+    ['Never', { purgeMode: 'Never', blockPredecessorSeconds: 0 }, { decisionConditions: { tolerationSeconds: 10 }, purgeMode: 'Never', blockPredecessorSeconds: 0 }],
+    [
+      "the seed's example (healthyState [Unhealthy] under decisionConditions)",
+      { preConditions: { delaySeconds: 5000 }, decisionConditions: { tolerationSeconds: 200, healthyState: ['Unhealthy'] } },
+      { preConditions: { delaySeconds: 5000 }, decisionConditions: { tolerationSeconds: 200, healthyState: ['Unhealthy'] }, purgeMode: 'Gracefully', gracePeriodSeconds: 600, blockPredecessorSeconds: 600 },
+    ],
+    ['toleration 0 and healthyState Healthy', { decisionConditions: { tolerationSeconds: 0 }, preConditions: { healthyState: 'Healthy' } }, { decisionConditions: { tolerationSeconds: 0 }, preConditions: { healthyState: 'Healthy' }, purgeMode: 'Gracefully', gracePeriodSeconds: 600, blockPredecessorSeconds: 600 }],
+  ])('reads %s', (_name, input, expected) => {
+    expect(decode(input)).toEqual(expected);
+  });
+  const prefix = 'spec.failover.application';
+  it.each<[string, unknown, Partial<FieldError>]>([
+    ['a grace period with Immediately', { purgeMode: 'Immediately', gracePeriodSeconds: 60 }, { path: `${prefix}.gracePeriodSeconds`, message: 'only applies with purgeMode Graciously (Gracefully); purgeMode is Immediately' }],
+    ['a grace period with Never', { purgeMode: 'Never', gracePeriodSeconds: 60 }, { path: `${prefix}.gracePeriodSeconds`, message: 'only applies with purgeMode Graciously (Gracefully); purgeMode is Never' }],
+    ['a zero grace period', { gracePeriodSeconds: 0 }, { path: `${prefix}.gracePeriodSeconds`, message: 'must be greater than 0' }],
+    ['a negative toleration', { decisionConditions: { tolerationSeconds: -1 } }, { path: `${prefix}.decisionConditions.tolerationSeconds`, message: 'must not be negative' }],
+    ['a fractional toleration', { decisionConditions: { tolerationSeconds: 1.5 } }, { path: `${prefix}.decisionConditions.tolerationSeconds`, message: 'must be a whole number of seconds' }],
+    ['a negative delay', { preConditions: { delaySeconds: -5 } }, { path: `${prefix}.preConditions.delaySeconds`, message: 'must not be negative' }],
+    ['healthyState Unknown', { preConditions: { healthyState: 'Unknown' } }, { path: `${prefix}.preConditions.healthyState` }],
+    ['a negative block', { blockPredecessorSeconds: -1 }, { path: `${prefix}.blockPredecessorSeconds` }],
+    ['an unknown purge mode', { purgeMode: 'Later' }, { path: `${prefix}.purgeMode` }],
+    ['a misspelt field', { tolerationSeconds: 5 }, { path: `${prefix}.tolerationSeconds`, message: expect.stringContaining('unknown field') }],
+    ['a trigger other than Unhealthy', { decisionConditions: { healthyState: ['Healthy'] } }, { path: `${prefix}.decisionConditions.healthyState[0]`, message: 'must be one of "Unhealthy"' }],
+  ])('rejects %s, naming the field', (_name, input, error) => {
+    expect(errorsOf(() => decode(input)).errors).toEqual([expect.objectContaining(error)]);
+  });
+});

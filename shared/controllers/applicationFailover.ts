@@ -1,0 +1,271 @@
+import type { ApplicationFailover, BindingStatusReport, GracefulEvictionTask } from '../api/resources';
+import { activeBlocks, assessApplicationHealth, blockedUntil, mergeWorkloadStatus, WorkloadStatusItem } from '../failover/applicationFailover';
+import { preScheduleCheck } from '../failover/precheck';
+import { keep, write } from '../store/optimistic';
+import type { EventRecord } from '../store/ports';
+import { displayName, writeBinding } from './bindings';
+import type { ControlPlane } from './deps';
+import { fleetClusters } from './fleet';
+import { recentPacerState } from './pacer';
+import type { BindingRecord } from './records';
+
+/**
+ * Application failover (seed 003) around the pure decisions: the workload status report folds into the
+ * binding's aggregated status (first-collected time, settled, start of the Unhealthy stretch), and a
+ * check at each deadline evicts the cluster from the binding with reason ApplicationFailure. It is not
+ * paced by the cluster-failure rate (a seed-004 non-goal) but respects the Failover gate, the pause
+ * switch, the eviction history and the pre-scheduling check.
+ */
+
+/** A binding whose application failover should be checked, now or at `dueAt`. */
+export interface ApplicationFailoverMessage {
+  binding: string;
+  dueAt?: string;
+}
+
+/** Seconds before a deadline at which its check message becomes visible (as for taint windows). */
+export const CHECK_LEAD_SECONDS = 2;
+export const DEFAULT_BLOCK_SECONDS = 600;
+
+const seconds = (ms: number) => Math.round(ms / 100) / 10;
+
+function bindingEvent(record: BindingRecord, now: Date, type: EventRecord['type'], reason: string, message: string, details: Record<string, unknown>): EventRecord {
+  return { time: now.toISOString(), kind: record.kind, name: displayName(record), type, reason, message, details };
+}
+
+export async function scheduleApplicationCheck(plane: ControlPlane, binding: string, dueAt: Date): Promise<void> {
+  const delay = (dueAt.getTime() - plane.clock.now().getTime()) / 1000 - CHECK_LEAD_SECONDS;
+  await plane.applicationFailover.send({ binding, dueAt: dueAt.toISOString() }, { delaySeconds: Math.max(0, Math.floor(delay)) });
+}
+
+export interface StatusOutcome {
+  found: boolean;
+  record?: BindingRecord;
+  evicted: string[];
+}
+
+/**
+ * POST .../status: stores the report (the control plane's own fields survive), records the start and end
+ * of Unhealthy stretches as events, and runs or schedules the failover check.
+ */
+export async function reportWorkloadStatus(plane: ControlPlane, key: string, report: BindingStatusReport): Promise<StatusOutcome> {
+  let events: EventRecord[] = [];
+  const { result: found, record } = await writeBinding<boolean>(plane, key, (current, now) => {
+    events = [];
+    if (!current) return keep(false);
+    const placedOn = (current.spec.clusters ?? []).map((c) => c.name);
+    const before = current.status.aggregatedStatus ?? [];
+    const items = mergeWorkloadStatus(before, report.aggregatedStatus, placedOn, now);
+    const behavior = current.spec.failover?.application;
+    if (behavior) events = stretchEvents(current, before, items, behavior, now);
+    if (JSON.stringify(items) === JSON.stringify(before)) return keep(true);
+    current.status.aggregatedStatus = items;
+    return write(current, true);
+  });
+  if (!found) return { found: false, evicted: [] };
+  if (events.length > 0) await plane.events.append(events);
+  const latest = record ?? (await plane.bindings.get(key))?.value;
+  const behavior = latest?.spec.failover?.application;
+  if (!latest || !behavior) return { found: true, record: latest, evicted: [] };
+  const assessment = assessApplicationHealth(latest.status.aggregatedStatus ?? [], (latest.spec.clusters ?? []).map((c) => c.name), behavior, plane.clock.now());
+  // Check now when something is due that is not already known to wait (a waiting one is re-checked at
+  // its own deadline or by the resync, not at every report).
+  const items = latest.status.aggregatedStatus ?? [];
+  const waitingAlready = (cluster: string) => items.find((i) => i.clusterName === cluster)?.failoverHeld !== undefined;
+  if (assessment.evict.some((e) => !waitingAlready(e.cluster)) || assessment.held.some((h) => items.find((i) => i.clusterName === h.cluster)?.failoverHeld !== h.why)) {
+    const outcome = await checkApplicationFailover(plane, key);
+    return { found: true, record: outcome.record ?? latest, evicted: outcome.evicted };
+  }
+  // A stretch that began with this report gets its deadline check now; later reports of the same
+  // stretch need none (the deadline does not move).
+  if (assessment.nextCheckAt && events.some((e) => e.reason === 'WorkloadUnhealthy')) await scheduleApplicationCheck(plane, key, assessment.nextCheckAt);
+  return { found: true, record: latest, evicted: [] };
+}
+
+function stretchEvents(record: BindingRecord, before: readonly WorkloadStatusItem[], after: readonly WorkloadStatusItem[], behavior: ApplicationFailover, now: Date): EventRecord[] {
+  const events: EventRecord[] = [];
+  for (const item of after) {
+    const previous = before.find((b) => b.clusterName === item.clusterName);
+    if (item.unhealthySince && !previous?.unhealthySince) {
+      const deadline = new Date(Date.parse(item.unhealthySince) + behavior.decisionConditions.tolerationSeconds * 1000);
+      events.push(bindingEvent(record, now, 'Warning', 'WorkloadUnhealthy', `Unhealthy on ${item.clusterName}: fails over at ${deadline.toISOString()} (tolerationSeconds ${behavior.decisionConditions.tolerationSeconds}) unless it becomes Healthy first`, { cluster: item.clusterName, unhealthySince: item.unhealthySince, deadline: deadline.toISOString() }));
+    } else if (!item.unhealthySince && previous?.unhealthySince && item.health === 'Healthy') {
+      const lasted = seconds(now.getTime() - Date.parse(previous.unhealthySince));
+      events.push(bindingEvent(record, now, 'Normal', 'WorkloadRecovered', `Healthy again on ${item.clusterName} after ${lasted}s Unhealthy: nothing moves, the toleration window starts afresh`, { cluster: item.clusterName, unhealthySince: previous.unhealthySince }));
+    }
+  }
+  return events;
+}
+
+export interface CheckOutcome {
+  evicted: string[];
+  held: Array<{ cluster: string; why: string }>;
+  record?: BindingRecord;
+}
+
+/**
+ * The deadline check of one binding: evicts every placed cluster whose Unhealthy stretch has lasted the
+ * toleration, when the preconditions, the gate, the pause switch and the pre-scheduling check allow.
+ * Idempotent: it works from the stored binding and the time, and writes with the binding's ETag.
+ */
+export async function checkApplicationFailover(plane: ControlPlane, key: string): Promise<CheckOutcome> {
+  const entry = await plane.bindings.get(key);
+  const behavior = entry?.value.spec.failover?.application;
+  if (!entry || !behavior) return { evicted: [], held: [] };
+  const [pacerState, clusters] = await Promise.all([recentPacerState(plane), fleetClusters(plane, 0)]);
+  let events: EventRecord[] = [];
+  let evicted: string[] = [];
+  let held: CheckOutcome['held'] = [];
+  let nextCheckAt: Date | undefined;
+  const { record } = await writeBinding<null>(
+    plane,
+    key,
+    (current, now) => {
+      events = [];
+      evicted = [];
+      held = [];
+      nextCheckAt = undefined;
+      const behavior = current?.spec.failover?.application;
+      if (!current || !behavior) return keep(null);
+      const before = JSON.stringify(current);
+      const items = current.status.aggregatedStatus ?? [];
+      const assessment = assessApplicationHealth(items, (current.spec.clusters ?? []).map((c) => c.name), behavior, now);
+      const history = activeBlocks(current.spec.activeEvictionHistory ?? [], behavior.blockPredecessorSeconds, now);
+      if (history.keep.length < (current.spec.activeEvictionHistory ?? []).length) current.spec.activeEvictionHistory = history.keep;
+      const deadlines = assessment.nextCheckAt ? [assessment.nextCheckAt.getTime()] : [];
+      const holdAll = !plane.config.failoverEnabled ? 'the Failover gate is off' : pacerState.paused ? 'evictions are paused (POST /api/failover/resume)' : undefined;
+      const holds = new Map<string, string>(assessment.held.map((h) => [h.cluster, h.why]));
+      for (const due of assessment.evict) {
+        if (holdAll) {
+          holds.set(due.cluster, holdAll);
+          continue;
+        }
+        const blocked = new Set((current.spec.activeEvictionHistory ?? []).map((h) => h.clusterName));
+        const check = preScheduleCheck({
+          placement: current.spec.placement,
+          placedOn: (current.spec.clusters ?? []).map((c) => c.name),
+          evictFrom: due.cluster,
+          clusters: clusters.filter((c) => !blocked.has(c.name)),
+        });
+        if (!check.ok) {
+          const blockedNote = blocked.size > 0 ? ` (blocked by the eviction history: ${[...blocked].sort().join(', ')})` : '';
+          holds.set(due.cluster, `nowhere to go: ${check.reason}${blockedNote}`);
+          // A block ending may give it somewhere to go.
+          const expiry = activeBlocks(current.spec.activeEvictionHistory ?? [], behavior.blockPredecessorSeconds, now).nextExpiry;
+          if (expiry) deadlines.push(expiry.getTime());
+          continue;
+        }
+        events.push(evictForApplicationFailure(current, due.cluster, due.unhealthySince, behavior, now));
+        evicted.push(due.cluster);
+      }
+      // Record why a due failover waits, once per change of reason.
+      for (const item of current.status.aggregatedStatus ?? []) {
+        const why = holds.get(item.clusterName);
+        if (why === item.failoverHeld) continue;
+        if (why) {
+          item.failoverHeld = why;
+          events.push(bindingEvent(current, now, 'Warning', 'ApplicationFailoverHeld', `Unhealthy on ${item.clusterName} beyond its toleration, but stays: ${why}`, { cluster: item.clusterName, why }));
+        } else delete item.failoverHeld;
+      }
+      held = [...holds].map(([cluster, why]) => ({ cluster, why }));
+      if (deadlines.length > 0) nextCheckAt = new Date(Math.min(...deadlines));
+      return JSON.stringify(current) === before ? keep(null) : write(current, null);
+    },
+    { current: entry },
+  );
+  if (events.length > 0) await plane.events.append(events);
+  if (evicted.length > 0) {
+    await plane.scheduler.send({ binding: key });
+    plane.log.info('application failover', { binding: key, clusters: evicted });
+  }
+  if (nextCheckAt) await scheduleApplicationCheck(plane, key, nextCheckAt);
+  return { evicted, held, record };
+}
+
+/**
+ * Takes the cluster out of the binding (in the caller's write): the purge mode's graceful-eviction task,
+ * an activeEvictionHistory entry, and a fresh status item for whenever it is placed there again.
+ */
+function evictForApplicationFailure(current: BindingRecord, cluster: string, unhealthySince: string, behavior: ApplicationFailover, now: Date): EventRecord {
+  const clusters = current.spec.clusters ?? [];
+  const target = clusters.find((c) => c.name === cluster);
+  const replicas = target?.replicas ?? current.spec.replicas ?? 0;
+  const lasted = seconds(now.getTime() - Date.parse(unhealthySince));
+  const task: GracefulEvictionTask = {
+    fromCluster: cluster,
+    purgeMode: behavior.purgeMode,
+    ...(replicas > 0 ? { replicas } : {}),
+    reason: 'ApplicationFailure',
+    message: `Unhealthy since ${unhealthySince} (${lasted}s, tolerationSeconds ${behavior.decisionConditions.tolerationSeconds})`,
+    producer: 'ApplicationFailover',
+    ...(behavior.purgeMode === 'Gracefully' ? { gracePeriodSeconds: behavior.gracePeriodSeconds } : {}),
+    ...(behavior.purgeMode === 'Never' ? { suppressDeletion: true } : {}),
+    creationTimestamp: now.toISOString(),
+  };
+  current.spec.clusters = clusters.filter((c) => c.name !== cluster);
+  current.spec.gracefulEvictionTasks = [...(current.spec.gracefulEvictionTasks ?? []).filter((t) => t.fromCluster !== cluster), task];
+  const entry = { clusterName: cluster, creationTimestamp: now.toISOString() };
+  current.spec.activeEvictionHistory = [...(current.spec.activeEvictionHistory ?? []).filter((h) => h.clusterName !== cluster), entry];
+  current.status.aggregatedStatus = (current.status.aggregatedStatus ?? []).filter((item) => item.clusterName !== cluster);
+  current.generation += 1;
+  const until = blockedUntil(entry, behavior.blockPredecessorSeconds);
+  const purge =
+    behavior.purgeMode === 'Gracefully'
+      ? `the old copy stays until the new placement is Healthy or ${behavior.gracePeriodSeconds}s pass`
+      : behavior.purgeMode === 'Directly'
+        ? 'the old copy is removed at once'
+        : 'the old copy stays until someone confirms its task (purgeMode Never)';
+  const block = until ? `${cluster} may be chosen again from ${until.toISOString()}` : `${cluster} is never chosen again for this workload (blockPredecessorSeconds 0)`;
+  return bindingEvent(current, now, 'Warning', 'ApplicationFailover', `left ${cluster}: Unhealthy for ${lasted}s since ${unhealthySince} (tolerationSeconds ${behavior.decisionConditions.tolerationSeconds}); ${purge}; ${block}`, {
+    cluster,
+    unhealthySince,
+    tolerationSeconds: behavior.decisionConditions.tolerationSeconds,
+    purgeMode: behavior.purgeMode,
+    blockedUntil: until?.toISOString() ?? null,
+  });
+}
+
+/**
+ * The safety net (timer): checks every binding with a running Unhealthy stretch or a held failover, and
+ * prunes expired eviction history. Lost deadline messages cost at most one period.
+ */
+export async function applicationFailoverResync(plane: ControlPlane): Promise<number> {
+  let evicted = 0;
+  const now = plane.clock.now();
+  for (const { id, value } of await plane.bindings.list()) {
+    const behavior = value.spec.failover?.application;
+    const placed = new Set((value.spec.clusters ?? []).map((c) => c.name));
+    const running = behavior && (value.status.aggregatedStatus ?? []).some((item) => placed.has(item.clusterName) && item.unhealthySince);
+    const history = value.spec.activeEvictionHistory ?? [];
+    const expired = history.length > 0 && activeBlocks(history, behavior?.blockPredecessorSeconds ?? DEFAULT_BLOCK_SECONDS, now).keep.length < history.length;
+    if (running) evicted += (await checkApplicationFailover(plane, id)).evicted.length;
+    else if (expired) await pruneHistory(plane, id);
+  }
+  return evicted;
+}
+
+async function pruneHistory(plane: ControlPlane, key: string): Promise<void> {
+  await writeBinding<null>(plane, key, (current, now) => {
+    const history = current?.spec.activeEvictionHistory ?? [];
+    if (!current || history.length === 0) return keep(null);
+    const { keep: kept } = activeBlocks(history, current.spec.failover?.application?.blockPredecessorSeconds ?? DEFAULT_BLOCK_SECONDS, now);
+    if (kept.length === history.length) return keep(null);
+    current.spec.activeEvictionHistory = kept;
+    return write(current, null);
+  });
+}
+
+/** DELETE .../evictiontasks/{cluster}: a person confirms the old copy on `cluster` is dealt with. */
+export async function confirmEvictionTask(plane: ControlPlane, key: string, cluster: string): Promise<'confirmed' | 'no-task' | 'absent'> {
+  const { result, record } = await writeBinding<'confirmed' | 'no-task' | 'absent'>(plane, key, (current) => {
+    if (!current) return keep('absent');
+    const tasks = current.spec.gracefulEvictionTasks ?? [];
+    if (!tasks.some((t) => t.fromCluster === cluster)) return keep('no-task');
+    current.spec.gracefulEvictionTasks = tasks.filter((t) => t.fromCluster !== cluster);
+    return write(current, 'confirmed');
+  });
+  if (result === 'confirmed' && record) {
+    await plane.events.append([bindingEvent(record, plane.clock.now(), 'Normal', 'OldCopyRemoved', `graceful eviction task for ${cluster} confirmed by an administrator; the copy on ${cluster} may be deleted`, { cluster, why: 'confirmed' })]);
+  }
+  return result;
+}
