@@ -1,11 +1,28 @@
 import { app } from '@azure/functions';
-import { decodeApplyDocuments } from '../shared/api/decode';
+import { AppliedObject, decodeApplyDocuments } from '../shared/api/decode';
 import { applyBinding } from '../shared/controllers/bindings';
-import { applyCluster } from '../shared/controllers/clusters';
+import { ApplyAction, applyCluster } from '../shared/controllers/clusters';
+import type { ControlPlane } from '../shared/controllers/deps';
+import { applyPropagationPolicy } from '../shared/controllers/propagationPolicies';
 import { applyTaintPolicy } from '../shared/controllers/policies';
 import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json, readDocuments } from '../shared/http/respond';
 import { controlPlane } from '../shared/runtime';
+
+async function applyOne(plane: ControlPlane, item: AppliedObject): Promise<ApplyAction> {
+  switch (item.kind) {
+    case 'Cluster':
+      return applyCluster(plane, item.object);
+    case 'ClusterTaintPolicy':
+      return applyTaintPolicy(plane, item.object);
+    case 'PropagationPolicy':
+    case 'ClusterPropagationPolicy':
+      return applyPropagationPolicy(plane, item.object);
+    case 'ResourceBinding':
+    case 'ClusterResourceBinding':
+      return applyBinding(plane, item.object);
+  }
+}
 
 /** POST /api/apply: one or more Karmada-shaped objects, YAML or JSON; all validated before any is stored. */
 export const applyObjects = httpFunction(async (req) => {
@@ -15,12 +32,7 @@ export const applyObjects = httpFunction(async (req) => {
   const objects = decodeApplyDocuments(await readDocuments(req, plane.config.maxRequestBodyBytes));
   const results = [];
   for (const item of objects) {
-    const action =
-      item.kind === 'Cluster'
-        ? await applyCluster(plane, item.object)
-        : item.kind === 'ClusterTaintPolicy'
-          ? await applyTaintPolicy(plane, item.object)
-          : await applyBinding(plane, item.object);
+    const action = await applyOne(plane, item);
     results.push({ kind: item.kind, name: item.name, action });
   }
   return json(200, { results });

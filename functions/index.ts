@@ -19,3 +19,4 @@ import './alertWebhooks';
 import './bindingStatus';
 import './scheduler';
 import './applicationFailover';
+import './propagationPolicies';

@@ -2,7 +2,7 @@ import { systemClock } from './clock';
 import { AppConfig, loadConfig } from './config';
 import type { ControlPlane, EvictionMessage, SchedulerMessage, TaintEvaluationMessage, TaintManagerMessage } from './controllers/deps';
 import type { ApplicationFailoverMessage } from './controllers/applicationFailover';
-import type { BindingRecord, ClusterRecord, PolicyRecord } from './controllers/records';
+import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord } from './controllers/records';
 import { TableLedger } from './store/ledgerTable';
 import { FailoverMetrics } from './telemetry/metrics';
 import { QUEUES, StorageMessageQueue } from './queue/storageQueue';
@@ -24,6 +24,7 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
     events: new TableEventLog(storage.table(TABLES.events)),
     evaluations: new StorageMessageQueue<TaintEvaluationMessage>(storage.queue(QUEUES.taintEvaluations)),
     bindings: new TableDocumentStore<BindingRecord>(storage.table(TABLES.bindings), 'binding'),
+    propagationPolicies: new TableDocumentStore<PropagationPolicyRecord>(storage.table(TABLES.propagationPolicies), 'propagationpolicy'),
     ledger: new TableLedger(storage.table(TABLES.ledger)),
     taintManager: new StorageMessageQueue<TaintManagerMessage>(storage.queue(QUEUES.taintManager)),
     evictions: new StorageMessageQueue<EvictionMessage>(storage.queue(QUEUES.evictions)),

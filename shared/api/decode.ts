@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { LineCounter, parseAllDocuments } from 'yaml';
 import { ApiError, FieldError, badRequest, toFieldErrors } from './errors';
 import { closestName } from './suggest';
-import { APPLY_KINDS, ApplyKind, ClusterInput, ClusterResourceBindingInput, ClusterTaintPolicyInput, ResourceBindingInput } from './resources';
+import { APPLY_KINDS, ApplyKind, ClusterInput, ClusterPropagationPolicyInput, ClusterResourceBindingInput, ClusterTaintPolicyInput, PropagationPolicyInput, ResourceBindingInput } from './resources';
 
 const JSON_TYPES = new Set(['application/json', 'text/json']);
 const YAML_TYPES = new Set(['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml']);
@@ -113,7 +113,9 @@ export type AppliedObject =
   | { kind: 'Cluster'; name: string; object: ClusterInput }
   | { kind: 'ClusterTaintPolicy'; name: string; object: ClusterTaintPolicyInput }
   | { kind: 'ResourceBinding'; name: string; object: ResourceBindingInput }
-  | { kind: 'ClusterResourceBinding'; name: string; object: ClusterResourceBindingInput };
+  | { kind: 'ClusterResourceBinding'; name: string; object: ClusterResourceBindingInput }
+  | { kind: 'PropagationPolicy'; name: string; object: PropagationPolicyInput }
+  | { kind: 'ClusterPropagationPolicy'; name: string; object: ClusterPropagationPolicyInput };
 
 /**
  * Decodes the objects of POST /api/apply: YAML documents, a JSON object or array, or a `kind: List`.

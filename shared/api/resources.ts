@@ -392,11 +392,47 @@ export const bindingStatusReportSchema = strictObject({
 );
 export type BindingStatusReport = z.infer<typeof bindingStatusReportSchema>;
 
+// ---------------------------------------------------------------------------------------------
+// PropagationPolicy / ClusterPropagationPolicy (policy.karmada.io/v1alpha1)
+
+export const resourceSelectorSchema = strictObject({
+  apiVersion: z.string().min(1, 'must not be empty').max(253),
+  kind: z.string().min(1, 'must not be empty').max(63),
+  namespace: namespaceName.optional(),
+  name: objectName.optional(),
+  labelSelector: labelSelectorSchema.optional(),
+}).superRefine((selector, ctx) => {
+  if (selector.name && selector.labelSelector) ctx.addIssue({ code: 'custom', path: ['labelSelector'], message: 'set either name or labelSelector, not both' });
+});
+export type ResourceSelector = z.infer<typeof resourceSelectorSchema>;
+
+/**
+ * What bindings inherit: the placement and the failover behaviour (seed 003: a binding's failover
+ * "inherits directly from the associated PropagationPolicy"). Other Karmada fields are accepted where
+ * harmless (propagateDeps, priority, schedulerName).
+ */
+export const propagationSpecSchema = strictObject({
+  resourceSelectors: z.array(resourceSelectorSchema).min(1, 'must list at least one resource selector').max(100),
+  placement: placementSchema.optional(),
+  failover: failoverSchema.optional(),
+  propagateDeps: z.boolean().optional(),
+  priority: z.number().int('must be a whole number').min(-2_147_483_648).max(2_147_483_647).optional(),
+  schedulerName: z.string().max(253).optional(),
+});
+export type PropagationSpec = z.infer<typeof propagationSpecSchema>;
+
+export const propagationPolicySchema = resourceSchema('policy.karmada.io/v1alpha1', 'PropagationPolicy', namespacedMetadataSchema, propagationSpecSchema);
+export const clusterPropagationPolicySchema = resourceSchema('policy.karmada.io/v1alpha1', 'ClusterPropagationPolicy', metadataSchema(objectName), propagationSpecSchema);
+export type PropagationPolicyInput = z.infer<typeof propagationPolicySchema>;
+export type ClusterPropagationPolicyInput = z.infer<typeof clusterPropagationPolicySchema>;
+
 /** The kinds POST /api/apply accepts, by kind name. */
 export const APPLY_KINDS = {
   Cluster: clusterSchema,
   ClusterTaintPolicy: clusterTaintPolicySchema,
   ResourceBinding: resourceBindingSchema,
   ClusterResourceBinding: clusterResourceBindingSchema,
+  PropagationPolicy: propagationPolicySchema,
+  ClusterPropagationPolicy: clusterPropagationPolicySchema,
 } as const;
 export type ApplyKind = keyof typeof APPLY_KINDS;

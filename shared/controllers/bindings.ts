@@ -7,6 +7,7 @@ import type { Versioned } from '../store/ports';
 import type { ApplyAction } from './clusters';
 import type { ControlPlane } from './deps';
 import type { BindingRecord } from './records';
+import { governedSpec, loadPropagationPolicies } from './propagationPolicies';
 
 /** The placement rows a binding version implies: one per cluster in spec.clusters. */
 export function placementsOf(record: BindingRecord): PlacementFacts[] {
@@ -71,7 +72,7 @@ export async function writeBinding<R>(
 
 type BindingInput = ResourceBindingInput | ClusterResourceBindingInput;
 
-const userView = (record: BindingRecord) => JSON.stringify({ labels: record.labels, annotations: record.annotations, spec: record.spec });
+const userView = (record: BindingRecord) => JSON.stringify({ labels: record.labels, annotations: record.annotations, spec: record.spec, inheritedFrom: record.inheritedFrom });
 
 export function refOf(input: BindingInput): BindingRef {
   return input.kind === 'ResourceBinding'
@@ -83,6 +84,9 @@ export function refOf(input: BindingInput): BindingRef {
 export async function applyBinding(plane: ControlPlane, input: BindingInput): Promise<ApplyAction> {
   const ref = refOf(input);
   const key = bindingKey(ref);
+  // The governing propagation policy fills in the placement and failover the binding leaves out.
+  const { activeEvictionHistory: _ignored, ...applied } = input.spec;
+  const governed = governedSpec({ namespace: ref.namespace, labels: input.metadata.labels ?? {} }, applied, await loadPropagationPolicies(plane));
   const { result, record } = await writeBinding<ApplyAction>(plane, key, (current, now) => {
     const next: BindingRecord = current ?? {
       ...ref,
@@ -98,8 +102,9 @@ export async function applyBinding(plane: ControlPlane, input: BindingInput): Pr
     next.labels = input.metadata.labels ?? {};
     next.annotations = input.metadata.annotations ?? {};
     // activeEvictionHistory is the control plane's record (seed 003: populated by the system): kept.
-    const { activeEvictionHistory: _ignored, ...applied } = input.spec;
-    next.spec = current?.spec.activeEvictionHistory?.length ? { ...applied, activeEvictionHistory: current.spec.activeEvictionHistory } : applied;
+    next.spec = current?.spec.activeEvictionHistory?.length ? { ...governed.spec, activeEvictionHistory: current.spec.activeEvictionHistory } : governed.spec;
+    if (governed.inheritedFrom) next.inheritedFrom = governed.inheritedFrom;
+    else delete next.inheritedFrom;
     if (current && userView(current) === userView(next)) return keep('unchanged');
     if (current) next.generation += 1;
     // Clusters given in the applied spec are the placement (as a person or another scheduler decided it);

@@ -7,7 +7,7 @@ import type { EvictionRecord } from '../failover/bindingModel';
 import type { TableLedger } from '../store/ledgerTable';
 import type { FailoverMetrics } from '../telemetry/metrics';
 import type { ApplicationFailoverMessage } from './applicationFailover';
-import type { BindingRecord, ClusterRecord, PolicyRecord } from './records';
+import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord } from './records';
 
 /** A request to re-evaluate one cluster's taints, now or at `dueAt`. */
 export interface TaintEvaluationMessage {
@@ -47,6 +47,7 @@ export interface ControlPlane {
   events: EventLog;
   evaluations: MessageQueue<TaintEvaluationMessage>;
   bindings: DocumentStore<BindingRecord>;
+  propagationPolicies: DocumentStore<PropagationPolicyRecord>;
   ledger: EvictionLedger;
   taintManager: MessageQueue<TaintManagerMessage>;
   evictions: MessageQueue<EvictionMessage>;

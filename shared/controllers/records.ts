@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { BindingSpec, ClusterSpecInput, ClusterTaintPolicySpec } from '../api/resources';
+import type { BindingSpec, ClusterSpecInput, ClusterTaintPolicySpec, PropagationSpec } from '../api/resources';
+import type { InheritedField, PolicyRef } from '../failover/propagation';
 import type { WorkloadStatusItem } from '../failover/applicationFailover';
 import type { BindingKind } from '../failover/bindingModel';
 import type { ClusterFacts, ClusterTaint, Condition, PolicyWindow, TaintPolicy } from '../failover/model';
@@ -124,6 +125,21 @@ export interface BindingRecord extends StoredMetadata {
   rev: number;
   spec: BindingSpec;
   status: BindingStatus;
+  /** The propagation policy this binding took placement and/or failover from, and which. */
+  inheritedFrom?: PolicyRef & { fields: InheritedField[] };
+}
+
+export interface PropagationPolicyRecord extends StoredMetadata, PolicyRef {
+  spec: PropagationSpec;
+}
+
+export function propagationPolicyResource(record: PropagationPolicyRecord, etag?: string) {
+  return {
+    apiVersion: POLICY_API_VERSION,
+    kind: record.kind,
+    metadata: { ...metadataView(record, etag), ...(record.namespace ? { namespace: record.namespace } : {}) },
+    spec: record.spec,
+  };
 }
 
 export interface BindingStatus {
@@ -139,6 +155,6 @@ export function bindingResource(record: BindingRecord, etag?: string) {
     kind: record.kind,
     metadata: { ...metadataView(record, etag), ...(record.namespace ? { namespace: record.namespace } : {}) },
     spec: record.spec,
-    status: record.status,
+    status: { ...record.status, ...(record.inheritedFrom ? { propagationPolicy: record.inheritedFrom } : {}) },
   };
 }

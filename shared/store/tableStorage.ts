@@ -9,6 +9,7 @@ export const TABLES = {
   leases: 'leases',
   bindings: 'bindings',
   ledger: 'ledger',
+  propagationPolicies: 'propagationpolicies',
 } as const;
 
 // A string property holds at most 32 Ki UTF-16 units; documents are split into chunks below that.

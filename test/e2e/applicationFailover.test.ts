@@ -139,6 +139,57 @@ describe('application failover on one host', () => {
     expect(placedOn(await getBinding(host.url, 'unsettled'))).toEqual(['s1']);
   }, 15_000);
 
+  it("takes failover.application from the seed's PropagationPolicy, and follows the policy when it changes", async () => {
+    const seedPolicy = `apiVersion: policy.karmada.io/v1alpha1
+kind: PropagationPolicy
+metadata:
+  name: nginx-propagation
+  namespace: apps
+spec:
+  resourceSelectors:
+    - apiVersion: apps/v1
+      kind: Deployment
+      name: nginx
+    - apiVersion: apps/v1
+      kind: StatefulSet
+      name: mysql
+  failover:
+    application:
+      preConditions:
+        delaySeconds: 5000
+      decisionConditions:
+        tolerationSeconds: 200
+        healthyState:
+        - Unhealthy
+  placement:
+    clusterAffinity:
+      clusterNames:
+        - g1
+        - g2
+`;
+    expect((await api(host.url, 'POST', 'apply', seedPolicy, 'application/yaml')).body.results).toEqual([{ kind: 'PropagationPolicy', name: 'apps/nginx-propagation', action: 'created' }]);
+    const nginx = { apiVersion: 'work.karmada.io/v1alpha2', kind: 'ResourceBinding', metadata: { name: 'nginx', namespace: 'apps' }, spec: { resource: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'nginx', namespace: 'apps' }, replicas: 1, clusters: [{ name: 'g1', replicas: 1 }] } };
+    await applyObjects(host.url, [cluster('g1'), cluster('g2'), nginx]);
+    const inherited = await getBinding(host.url, 'nginx');
+    expect(inherited.spec.failover.application).toMatchObject({ preConditions: { delaySeconds: 5000 }, decisionConditions: { tolerationSeconds: 200 } });
+    expect(inherited.spec.placement).toEqual({ clusterAffinity: { clusterNames: ['g1', 'g2'] } });
+    expect(inherited.status.propagationPolicy).toEqual({ kind: 'PropagationPolicy', namespace: 'apps', name: 'nginx-propagation', fields: ['placement', 'failover'] });
+    expect((await api(host.url, 'GET', 'propagationpolicies/apps/nginx-propagation')).body.spec.failover.application.blockPredecessorSeconds).toBe(600);
+
+    // The policy changes: its bindings follow, and the new toleration (0) applies at the next report.
+    const immediate = seedPolicy.replace('delaySeconds: 5000', 'delaySeconds: 0').replace('tolerationSeconds: 200', 'tolerationSeconds: 0');
+    expect((await api(host.url, 'POST', 'apply', immediate, 'application/yaml')).body.results[0].action).toBe('configured');
+    expect((await getBinding(host.url, 'nginx')).spec.failover.application.decisionConditions.tolerationSeconds).toBe(0);
+    expect((await report(host.url, 'nginx', [{ clusterName: 'g1', health: 'Unhealthy' }])).body.evictedClusters).toEqual(['g1']);
+    expect((await eventsOf(host.url, 'nginx')).map((e) => e.reason)).toContain('PolicyApplied');
+
+    // Deleted: the binding keeps only what it set itself.
+    expect((await api(host.url, 'DELETE', 'propagationpolicies/apps/nginx-propagation')).status).toBe(200);
+    const orphan = await getBinding(host.url, 'nginx');
+    expect(orphan.spec.failover).toBeUndefined();
+    expect(orphan.status.propagationPolicy).toBeUndefined();
+  }, 20_000);
+
   it('holds a due failover while evictions are paused and lets it go on resume', async () => {
     await applyObjects(host.url, [workload('paused', 'q1', ['q1', 'q2'], { decisionConditions: { tolerationSeconds: 0 } })]);
     expect((await api(host.url, 'POST', 'failover/pause')).status).toBe(200);

@@ -61,6 +61,7 @@ function corpus(): Case[] {
     ['DELETE', 'clusters/corpus1'],
     ['DELETE', 'clustertaintpolicies/seed-policy'],
     ['DELETE', 'resourcebindings/default/seed-rb'],
+    ['DELETE', 'resourcebindings/default/seed-rb/evictiontasks/corpus1'],
     ['POST', 'failover/pause'],
     ['POST', 'failover/resume'],
   ];
@@ -122,7 +123,12 @@ function corpus(): Case[] {
 
   // Bad objects for the admin API (with the right token): nothing from the request is stored.
   const applyBad: Array<[string, string, Record<string, string>?, number?]> = [
-    ['an unknown kind', JSON.stringify({ apiVersion: 'policy.karmada.io/v1alpha1', kind: 'PropagationPolicy', metadata: { name: 'p' }, spec: {} })],
+    ['an unknown kind', JSON.stringify({ apiVersion: 'policy.karmada.io/v1alpha1', kind: 'OverridePolicy', metadata: { name: 'p' }, spec: {} })],
+    ['a PropagationPolicy without selectors', JSON.stringify({ apiVersion: 'policy.karmada.io/v1alpha1', kind: 'PropagationPolicy', metadata: { name: 'p', namespace: 'default' }, spec: { resourceSelectors: [] } })],
+    ['a selector with a name and a labelSelector', JSON.stringify({ apiVersion: 'policy.karmada.io/v1alpha1', kind: 'ClusterPropagationPolicy', metadata: { name: 'p' }, spec: { resourceSelectors: [{ apiVersion: 'v1', kind: 'Pod', name: 'x', labelSelector: {} }] } })],
+    ['a grace period with Immediately', rb({ failover: { application: { purgeMode: 'Immediately', gracePeriodSeconds: 5 } } })],
+    ['a negative application toleration', rb({ failover: { application: { decisionConditions: { tolerationSeconds: -1 } } } })],
+    ['healthyState Unknown', rb({ failover: { application: { preConditions: { healthyState: 'Unknown' } } } })],
     ['a wrong apiVersion', policy(goodPolicy).replace('v1alpha1', 'v9')],
     ['an invalid effect', policy({ taintsToAdd: [{ key: 'k', effect: 'Evict' }] })],
     ['a zero window', policy({ taintsToAdd: [{ key: 'k', effect: 'NoExecute', addOnMatchSeconds: 0 }] })],
@@ -184,6 +190,11 @@ function corpus(): Case[] {
     { name: 'an unknown route', method: 'GET', path: 'nothing/here', status: 404 },
     { name: 'DELETE an unknown cluster', method: 'DELETE', path: 'clusters/never-seen', headers: admin, status: 404 },
     { name: 'DELETE an unknown binding', method: 'DELETE', path: 'resourcebindings/default/never-seen', headers: admin, status: 404 },
+    { name: 'DELETE an unknown propagation policy', method: 'DELETE', path: 'propagationpolicies/default/never-seen', headers: admin, status: 404 },
+    { name: 'confirm a task of an unknown binding', method: 'DELETE', path: 'resourcebindings/default/never-seen/evictiontasks/corpus1', headers: admin, status: 404 },
+    { name: 'confirm a task that does not exist', method: 'DELETE', path: 'resourcebindings/default/seed-rb/evictiontasks/corpus1', headers: admin, status: 404 },
+    { name: 'confirm a task for an invalid cluster name', method: 'DELETE', path: 'resourcebindings/default/seed-rb/evictiontasks/Not_A_Name', headers: admin, status: 400 },
+    { name: 'POST to an eviction task', method: 'POST', path: 'resourcebindings/default/seed-rb/evictiontasks/corpus1', headers: admin, body: '{}', status: 405 },
     { name: 'events with a bad since', method: 'GET', path: 'events?since=yesterday', status: 400 },
     { name: 'events with an unknown parameter', method: 'GET', path: 'events?colour=red', status: 400 },
     { name: 'evictions with a bad state', method: 'GET', path: 'evictions?state=gone', status: 400 },

@@ -23,7 +23,7 @@ function examples(): Array<{ script: string; output?: unknown }> {
 const secrets = { ADMIN_TOKEN: 'readme-admin-token-0123456789', REPORTER_SIGNING_KEY: 'readme-signing-key-0123456789' };
 let host: HostProcess;
 beforeAll(async () => {
-  host = await startHostProcess({ AUTH_MODE: 'required', ...secrets });
+  host = await startHostProcess({ AUTH_MODE: 'required', FAILOVER_ENABLED: 'true', ...secrets });
 });
 afterAll(async () => host?.stop());
 
@@ -44,6 +44,10 @@ describe('README', () => {
     const nginx = (await (await fetch(`${host.url}/api/resourcebindings/default/nginx`)).json()) as any;
     expect(nginx.spec.failover).toEqual({ cluster: { purgeMode: 'Directly', tolerationSeconds: 100 } });
     expect(((await (await fetch(`${host.url}/api/fleet`)).json()) as any).paused).toBe(false);
+    const web = (await (await fetch(`${host.url}/api/resourcebindings/default/web`)).json()) as any;
+    expect(web.spec.activeEvictionHistory).toEqual([{ clusterName: 'member1', creationTimestamp: expect.any(String) }]);
+    expect(web.spec.gracefulEvictionTasks).toEqual([]);
+    expect(web.status.propagationPolicy).toEqual({ kind: 'PropagationPolicy', namespace: 'default', name: 'web', fields: ['placement', 'failover'] });
   });
 
   it('documents every app setting the code reads, with its default', () => {

@@ -1,0 +1,92 @@
+import type { BindingSpec, PropagationSpec, ResourceSelector } from '../api/resources';
+import { matchesLabelSelector } from './selectors';
+
+/**
+ * Which PropagationPolicy or ClusterPropagationPolicy governs a binding, and what the binding inherits
+ * from it (pure). Karmada's detector does this for resource templates; here the binding stands for its
+ * template: its spec.resource is matched, and its own labels stand in for the template's labels.
+ */
+
+export type PropagationKind = 'PropagationPolicy' | 'ClusterPropagationPolicy';
+
+export interface PolicyRef {
+  kind: PropagationKind;
+  namespace?: string;
+  name: string;
+}
+
+export interface PropagationCandidate extends PolicyRef {
+  spec: PropagationSpec;
+}
+
+/** The labels Karmada puts on a binding to name its policy; a binding applied with them picks that policy. */
+export const POLICY_LABELS = {
+  namespace: 'propagationpolicy.karmada.io/namespace',
+  name: 'propagationpolicy.karmada.io/name',
+  clusterName: 'clusterpropagationpolicy.karmada.io/name',
+} as const;
+
+export const policyKey = (ref: PolicyRef) => (ref.kind === 'PropagationPolicy' ? `pp:${ref.namespace ?? 'default'}:${ref.name}` : `cpp:${ref.name}`);
+export const policyDisplay = (ref: PolicyRef) => `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ''}${ref.name}`;
+
+export interface BindingSubject {
+  /** The binding's namespace (ResourceBinding) or undefined (ClusterResourceBinding). */
+  namespace?: string;
+  labels: Record<string, string>;
+  resource: BindingSpec['resource'];
+}
+
+export function selectorMatches(selector: ResourceSelector, subject: BindingSubject): boolean {
+  const resourceNamespace = subject.resource.namespace ?? subject.namespace;
+  if (selector.apiVersion !== subject.resource.apiVersion || selector.kind !== subject.resource.kind) return false;
+  if (selector.namespace && selector.namespace !== resourceNamespace) return false;
+  if (selector.name && selector.name !== subject.resource.name) return false;
+  return matchesLabelSelector(selector.labelSelector, subject.labels);
+}
+
+/**
+ * The governing policy: the one the binding's labels name (if it exists), else the matching
+ * PropagationPolicy of the binding's namespace with the highest priority, else the matching
+ * ClusterPropagationPolicy with the highest priority; ties go to the name first in order (Karmada's rule).
+ */
+export function selectPolicy(subject: BindingSubject, candidates: readonly PropagationCandidate[]): PropagationCandidate | undefined {
+  const named = namedPolicy(subject);
+  if (named) {
+    const hit = candidates.find((c) => policyKey(c) === policyKey(named));
+    if (hit) return hit;
+  }
+  const matching = (kind: PropagationKind) =>
+    candidates
+      .filter((c) => c.kind === kind && (kind === 'ClusterPropagationPolicy' || c.namespace === subject.namespace))
+      .filter((c) => c.spec.resourceSelectors.some((s) => selectorMatches(s, subject)))
+      .sort((a, b) => (b.spec.priority ?? 0) - (a.spec.priority ?? 0) || a.name.localeCompare(b.name));
+  return (subject.namespace !== undefined ? matching('PropagationPolicy')[0] : undefined) ?? matching('ClusterPropagationPolicy')[0];
+}
+
+function namedPolicy(subject: BindingSubject): PolicyRef | undefined {
+  const name = subject.labels[POLICY_LABELS.name];
+  if (name && subject.namespace !== undefined) return { kind: 'PropagationPolicy', namespace: subject.labels[POLICY_LABELS.namespace] ?? subject.namespace, name };
+  const clusterName = subject.labels[POLICY_LABELS.clusterName];
+  return clusterName ? { kind: 'ClusterPropagationPolicy', name: clusterName } : undefined;
+}
+
+export type InheritedField = 'placement' | 'failover';
+
+/**
+ * The binding spec with what the policy gives: each of placement and failover the binding leaves out
+ * comes from the policy. What the binding sets itself wins (a binding is the more specific object).
+ */
+export function inherit(own: BindingSpec, policy: PropagationCandidate | undefined): { spec: BindingSpec; fields: InheritedField[] } {
+  if (!policy) return { spec: own, fields: [] };
+  const spec = { ...own };
+  const fields: InheritedField[] = [];
+  if (!own.placement && policy.spec.placement) {
+    spec.placement = policy.spec.placement;
+    fields.push('placement');
+  }
+  if (!own.failover && policy.spec.failover) {
+    spec.failover = policy.spec.failover;
+    fields.push('failover');
+  }
+  return { spec, fields };
+}
