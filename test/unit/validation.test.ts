@@ -109,7 +109,7 @@ describe('apply decoding', () => {
     {
       name: 'a kind we do not serve, with a suggestion',
       edit: (y) => y.replace('kind: "ClusterTaintPolicy"', 'kind: "ClusterTaintPolicies"'),
-      errors: [{ path: 'kind', message: 'unsupported kind "ClusterTaintPolicies"; did you mean "ClusterTaintPolicy"? (supported: Cluster, ClusterTaintPolicy, ResourceBinding, ClusterResourceBinding)' }],
+      errors: [{ path: 'kind', message: 'unsupported kind "ClusterTaintPolicies"; did you mean "ClusterTaintPolicy"? (supported: Cluster, ClusterTaintPolicy, ResourceBinding, ClusterResourceBinding, PropagationPolicy, ClusterPropagationPolicy)' }],
     },
     {
       name: 'a wrong apiVersion',
