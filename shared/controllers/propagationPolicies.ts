@@ -4,6 +4,7 @@ import { inherit, PolicyRef, policyDisplay, policyKey, PropagationCandidate, sel
 import { keep, mutate, write } from '../store/optimistic';
 import type { ApplyAction } from './clusters';
 import type { ControlPlane } from './deps';
+import { appliedPolicy } from './policies';
 import { displayName, writeBinding } from './bindings';
 import type { BindingRecord, PropagationPolicyRecord } from './records';
 
@@ -43,23 +44,12 @@ type PolicyInput = PropagationPolicyInput | ClusterPropagationPolicyInput;
 const refOf = (input: PolicyInput): PolicyRef =>
   input.kind === 'PropagationPolicy' ? { kind: 'PropagationPolicy', namespace: input.metadata.namespace, name: input.metadata.name } : { kind: 'ClusterPropagationPolicy', name: input.metadata.name };
 
-const userView = (record: PropagationPolicyRecord) => JSON.stringify({ labels: record.labels, annotations: record.annotations, spec: record.spec });
 
 export async function applyPropagationPolicy(plane: ControlPlane, input: PolicyInput): Promise<ApplyAction> {
   const ref = refOf(input);
-  const { result } = await mutate<PropagationPolicyRecord, ApplyAction>(plane.propagationPolicies, policyKey(ref), (current) => {
-    const now = plane.clock.now();
-    const record: PropagationPolicyRecord = current
-      ? { ...current.value }
-      : { ...ref, uid: randomUUID(), createdAt: now.toISOString(), generation: 1, labels: {}, annotations: {}, spec: input.spec };
-    record.labels = input.metadata.labels ?? {};
-    record.annotations = input.metadata.annotations ?? {};
-    record.spec = input.spec;
-    if (!current) return write(record, 'created');
-    if (userView(current.value) === userView(record)) return keep('unchanged');
-    record.generation += 1;
-    return write(record, 'configured');
-  });
+  const { result } = await mutate<PropagationPolicyRecord, ApplyAction>(plane.propagationPolicies, policyKey(ref), (current) =>
+    appliedPolicy(current?.value, () => ({ ...ref, uid: randomUUID(), createdAt: plane.clock.now().toISOString(), generation: 1, labels: {}, annotations: {}, spec: input.spec }), input),
+  );
   if (result !== 'unchanged') await policyChanged(plane, ref, result === 'created' ? 'Created' : 'Configured');
   return result;
 }
