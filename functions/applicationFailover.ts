@@ -1,3 +1,4 @@
+import { tracedQueueHandler } from '../shared/telemetry/triggers';
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { z } from 'zod';
 import { sleep } from '../shared/clock';
@@ -33,5 +34,5 @@ export async function applicationFailoverSweep(_timer: Timer, ctx: InvocationCon
   if (evicted > 0) ctx.log(`application failover resync evicted ${evicted} placement(s)`);
 }
 
-app.storageQueue('applicationFailoverCheck', { queueName: QUEUES.applicationFailover, connection: 'AzureWebJobsStorage', handler: applicationFailoverCheck });
+app.storageQueue('applicationFailoverCheck', { queueName: QUEUES.applicationFailover, connection: 'AzureWebJobsStorage', handler: tracedQueueHandler(QUEUES.applicationFailover, applicationFailoverCheck) });
 app.timer('applicationFailoverResync', { schedule: '5,20,35,50 * * * * *', runOnStartup: false, useMonitor: false, handler: applicationFailoverSweep });

@@ -1,3 +1,4 @@
+import { tracedQueueHandler } from '../shared/telemetry/triggers';
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { z } from 'zod';
 import type { EvictionMessage } from '../shared/controllers/deps';
@@ -41,4 +42,4 @@ export async function evictionWorker(message: unknown, ctx: InvocationContext): 
 }
 
 app.timer('evictionPacer', { schedule: '* * * * * *', runOnStartup: false, useMonitor: false, handler: evictionPacer });
-app.storageQueue('evictionWorker', { queueName: QUEUES.evictions, connection: 'AzureWebJobsStorage', handler: evictionWorker });
+app.storageQueue('evictionWorker', { queueName: QUEUES.evictions, connection: 'AzureWebJobsStorage', handler: tracedQueueHandler(QUEUES.evictions, evictionWorker) });

@@ -2,6 +2,7 @@
  * The one list of functions. Azure loads this file (package.json "main") and each import registers its
  * function with `app.*`; the local host loads the same file and runs what was registered.
  */
+import './telemetry';
 import './apply';
 import './clusters';
 import './clusterStatus';

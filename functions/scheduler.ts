@@ -1,3 +1,4 @@
+import { tracedQueueHandler } from '../shared/telemetry/triggers';
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { z } from 'zod';
 import { scheduleAll, scheduleBinding } from '../shared/controllers/scheduler';
@@ -20,5 +21,5 @@ export async function schedulerResync(_timer: Timer, ctx: InvocationContext): Pr
   if (scheduled > 0) ctx.log(`scheduler resync placed ${scheduled} binding(s)`);
 }
 
-app.storageQueue('scheduler', { queueName: QUEUES.scheduler, connection: 'AzureWebJobsStorage', handler: scheduler });
+app.storageQueue('scheduler', { queueName: QUEUES.scheduler, connection: 'AzureWebJobsStorage', handler: tracedQueueHandler(QUEUES.scheduler, scheduler) });
 app.timer('schedulerResync', { schedule: '15,45 * * * * *', runOnStartup: false, useMonitor: false, handler: schedulerResync });

@@ -1,3 +1,4 @@
+import { tracedQueueHandler } from '../shared/telemetry/triggers';
 import { app, InvocationContext } from '@azure/functions';
 import { z } from 'zod';
 import { sleep } from '../shared/clock';
@@ -33,4 +34,4 @@ export async function taintEvaluation(message: unknown, ctx: InvocationContext):
   await evaluateCluster(plane, parsed.cluster);
 }
 
-app.storageQueue('taintEvaluation', { queueName: QUEUES.taintEvaluations, connection: 'AzureWebJobsStorage', handler: taintEvaluation });
+app.storageQueue('taintEvaluation', { queueName: QUEUES.taintEvaluations, connection: 'AzureWebJobsStorage', handler: tracedQueueHandler(QUEUES.taintEvaluations, taintEvaluation) });

@@ -1,3 +1,4 @@
+import { tracedQueueHandler } from '../shared/telemetry/triggers';
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { z } from 'zod';
 import { manageCluster, resyncTaintManager, retryBlocked } from '../shared/controllers/taintManager';
@@ -23,5 +24,5 @@ export async function taintManagerResync(_timer: Timer, ctx: InvocationContext):
   if (outcome.planned + outcome.abandoned + outcome.resent + outcome.retried > 0) ctx.log(`taint manager resync: ${JSON.stringify(outcome)}`);
 }
 
-app.storageQueue('taintManager', { queueName: QUEUES.taintManager, connection: 'AzureWebJobsStorage', handler: taintManager });
+app.storageQueue('taintManager', { queueName: QUEUES.taintManager, connection: 'AzureWebJobsStorage', handler: tracedQueueHandler(QUEUES.taintManager, taintManager) });
 app.timer('taintManagerResync', { schedule: '*/30 * * * * *', runOnStartup: false, useMonitor: false, handler: taintManagerResync });

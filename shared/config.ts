@@ -76,8 +76,29 @@ const jsonStringMap = (message: string, valid: (value: string) => boolean = () =
 
 const clusterKeys = jsonStringMap('must be a JSON object of cluster name to key (keys of at least 16 characters); the value is not shown', (k) => k.length >= 16);
 
-export const settingsSchema = z.object({
+const httpsUri = z.string().trim().regex(/^https?:\/\/[^\s/]+/, 'must be a URL such as https://<account>.queue.core.windows.net').optional();
+
+/** Telemetry settings: the standard names the Azure Monitor and OpenTelemetry SDKs use. */
+export const telemetrySettingsSchema = z.object({
+  APPLICATIONINSIGHTS_CONNECTION_STRING: z.string().trim().optional(),
+  // `Authorization=AAD` (with `ClientId=<id>` for a user-assigned identity): export with Entra ID when
+  // the Application Insights resource has local authentication disabled.
+  APPLICATIONINSIGHTS_AUTHENTICATION_STRING: z.string().trim().optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().trim().regex(/^https?:\/\/[^\s/]+/, 'must be an http(s) URL such as http://collector:4318').optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not bundled)' }).default('http/protobuf'),
+  OTEL_SERVICE_NAME: z.string().trim().min(1).max(256).default('cluster-failover'),
+  OTEL_METRIC_EXPORT_INTERVAL: number(60_000, (n) => (Number.isInteger(n) && n >= 100 ? undefined : 'must be a whole number of milliseconds ≥ 100')),
+});
+export type TelemetrySettings = z.infer<typeof telemetrySettingsSchema>;
+
+export const settingsSchema = telemetrySettingsSchema.extend({
   AzureWebJobsStorage: z.string().optional(),
+  // Identity-based storage (no keys): what the Functions host reads for the same connection.
+  AzureWebJobsStorage__accountName: z.string().trim().regex(/^[a-z0-9]{3,24}$/, 'must be a storage account name').optional(),
+  AzureWebJobsStorage__queueServiceUri: httpsUri,
+  AzureWebJobsStorage__tableServiceUri: httpsUri,
+  AzureWebJobsStorage__credential: z.literal('managedidentity', { message: 'must be managedidentity' }).optional(),
+  AzureWebJobsStorage__clientId: z.string().trim().optional(),
   AUTO_REGISTER_CLUSTERS: bool(true),
   CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: number(40, positiveInteger),
   CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: number(60, positiveInteger),
@@ -130,8 +151,17 @@ export const settingsSchema = z.object({
   AZURE_MONITOR_CLUSTER_MAP: jsonStringMap('must be a JSON object of Azure resource ID to cluster name', undefined, (id) => id.toLowerCase()),
 });
 
+/** How to reach the storage account: a connection string (local, Azurite) or an identity (Azure). */
+export interface IdentityStorage {
+  queueServiceUri: string;
+  tableServiceUri: string;
+  /** A user-assigned identity's client ID; without it the default Azure credential chain is used. */
+  clientId?: string;
+}
+
 export interface AppConfig {
   storageConnectionString: string | undefined;
+  identityStorage?: IdentityStorage;
   autoRegisterClusters: boolean;
   clusterMonitorGracePeriodSeconds: number;
   clusterStartupGracePeriodSeconds: number;
@@ -180,6 +210,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
   const s = parsed.data;
   return {
     storageConnectionString: s.AzureWebJobsStorage || undefined,
+    ...identityStorageOf(s),
     autoRegisterClusters: s.AUTO_REGISTER_CLUSTERS,
     clusterMonitorGracePeriodSeconds: s.CLUSTER_MONITOR_GRACE_PERIOD_SECONDS,
     clusterStartupGracePeriodSeconds: s.CLUSTER_STARTUP_GRACE_PERIOD_SECONDS,
@@ -207,4 +238,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       azureMonitorClusterMap: s.AZURE_MONITOR_CLUSTER_MAP,
     },
   };
+}
+
+function identityStorageOf(s: z.infer<typeof settingsSchema>): { identityStorage?: IdentityStorage } {
+  const account = s.AzureWebJobsStorage__accountName;
+  const queueServiceUri = s.AzureWebJobsStorage__queueServiceUri ?? (account ? `https://${account}.queue.core.windows.net` : undefined);
+  const tableServiceUri = s.AzureWebJobsStorage__tableServiceUri ?? (account ? `https://${account}.table.core.windows.net` : undefined);
+  if (!queueServiceUri || !tableServiceUri) return {};
+  return { identityStorage: { queueServiceUri, tableServiceUri, ...(s.AzureWebJobsStorage__clientId ? { clientId: s.AzureWebJobsStorage__clientId } : {}) } };
 }

@@ -6,7 +6,8 @@ import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecor
 import { TableLedger } from './store/ledgerTable';
 import { FailoverMetrics } from './telemetry/metrics';
 import { QUEUES, StorageMessageQueue } from './queue/storageQueue';
-import { StorageClients, storageFromConnectionString } from './store/connection';
+import { StorageClients, storageFromConnectionString, storageFromIdentity } from './store/connection';
+import { DefaultAzureCredential, ManagedIdentityCredential } from '@azure/identity';
 import { TABLES, TableDocumentStore, TableEventLog } from './store/tableStorage';
 import { warnAboutAuth } from './http/auth';
 import { jsonLogger } from './telemetry/log';
@@ -38,13 +39,20 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
   };
 }
 
+/** The connection string when there is one (local, Azurite), else the identity settings (Azure). */
+export function storageFor(config: AppConfig): StorageClients {
+  if (config.storageConnectionString) return storageFromConnectionString(config.storageConnectionString);
+  if (config.identityStorage) {
+    const { clientId } = config.identityStorage;
+    return storageFromIdentity(config.identityStorage, clientId ? new ManagedIdentityCredential({ clientId }) : new DefaultAzureCredential());
+  }
+  throw new Error('no storage account: set AzureWebJobsStorage, or AzureWebJobsStorage__accountName (or __queueServiceUri and __tableServiceUri) for an identity (npm start provides Azurite)');
+}
+
 export function controlPlane(): ControlPlane {
   if (!cached) {
     const config = loadConfig();
-    if (!config.storageConnectionString) {
-      throw new Error('AzureWebJobsStorage is not set: the app needs a storage account (npm start provides Azurite)');
-    }
-    cached = createControlPlane(storageFromConnectionString(config.storageConnectionString), config);
+    cached = createControlPlane(storageFor(config), config);
     // In Azure this runs once per instance, at the first invocation: say what is unprotected or disabled.
     const log = cached.log;
     warnAboutAuth(config.auth, (message) => log.warn(message));

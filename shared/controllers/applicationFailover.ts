@@ -1,3 +1,4 @@
+import { annotate, ATTR, inSpan } from '../telemetry/tracing';
 import type { ApplicationFailover, BindingStatusReport, GracefulEvictionTask } from '../api/resources';
 import { activeBlocks, assessApplicationHealth, blockedUntil, mergeWorkloadStatus, WorkloadStatusItem } from '../failover/applicationFailover';
 import { preScheduleCheck } from '../failover/precheck';
@@ -109,6 +110,14 @@ export interface CheckOutcome {
  * Idempotent: it works from the stored binding and the time, and writes with the binding's ETag.
  */
 export async function checkApplicationFailover(plane: ControlPlane, key: string): Promise<CheckOutcome> {
+  return inSpan('applicationFailover.check', { attributes: { [ATTR.binding]: key } }, async () => {
+    const outcome = await check(plane, key);
+    annotate({ [ATTR.outcome]: outcome.evicted.length > 0 ? 'evicted' : outcome.held.length > 0 ? 'held' : 'none', 'failover.evicted': outcome.evicted.join(',') });
+    return outcome;
+  });
+}
+
+async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
   const entry = await plane.bindings.get(key);
   const behavior = entry?.value.spec.failover?.application;
   if (!entry || !behavior) return { evicted: [], held: [] };

@@ -1,3 +1,4 @@
+import { annotate, ATTR, inSpan } from '../telemetry/tracing';
 import { sleep } from '../clock';
 import type { EvictionRecord } from '../failover/bindingModel';
 import { preScheduleCheck } from '../failover/precheck';
@@ -21,6 +22,14 @@ export type WorkerOutcome = 'evicted' | 'duplicate' | 'postponed' | 'blocked' | 
  * that abandons the row first wins, and under at-least-once delivery the eviction takes effect once.
  */
 export async function executeEviction(plane: ControlPlane, message: EvictionMessage): Promise<WorkerOutcome> {
+  return inSpan('eviction.execute', { attributes: { [ATTR.cluster]: message.cluster, [ATTR.binding]: message.bindingKey } }, async () => {
+    const outcome = await execute(plane, message);
+    annotate({ [ATTR.outcome]: outcome });
+    return outcome;
+  });
+}
+
+async function execute(plane: ControlPlane, message: EvictionMessage): Promise<WorkerOutcome> {
   const wait = Date.parse(message.slot) - plane.clock.now().getTime();
   if (wait > 0) await sleep(Math.min(wait, MAX_SLOT_WAIT_MS));
   // The message carries the row as scheduled; every write below is conditional on its ETag, so a row that

@@ -1,3 +1,4 @@
+import { annotate, ATTR, inSpan } from '../telemetry/tracing';
 import type { GracefulEvictionTask } from '../api/resources';
 import { assessTasks } from '../failover/gracefulEviction';
 import { keep, write } from '../store/optimistic';
@@ -10,6 +11,14 @@ import type { ControlPlane } from './deps';
  * event for each (what a downstream deployer acts on to delete the old copy). Returns the dropped tasks.
  */
 export async function sweepBinding(plane: ControlPlane, key: string): Promise<Array<{ task: GracefulEvictionTask; why: string }>> {
+  return inSpan('gracefulEviction.sweep', { attributes: { [ATTR.binding]: key } }, async () => {
+    const dropped = await sweep(plane, key);
+    annotate({ [ATTR.count]: dropped.length, [ATTR.outcome]: dropped.length > 0 ? 'cleared' : 'kept' });
+    return dropped;
+  });
+}
+
+async function sweep(plane: ControlPlane, key: string): Promise<Array<{ task: GracefulEvictionTask; why: string }>> {
   let dropped: Array<{ task: GracefulEvictionTask; why: string }> = [];
   const { record } = await writeBinding<null>(plane, key, (current, now) => {
     dropped = [];

@@ -1,3 +1,4 @@
+import { ATTR, inSpan } from '../telemetry/tracing';
 import { assignSlots } from '../failover/evictionDecision';
 import type { EvictionRecord } from '../failover/bindingModel';
 import { DueGroup, PacerState, shardOf } from '../store/ledgerTable';
@@ -100,7 +101,13 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
       scheduled++;
       const slot = slots[i];
       const delaySeconds = Math.max(0, Math.floor((slot - nowMs) / 1000) - SLOT_LEAD_SECONDS);
-      sent.push(plane.evictions.send({ cluster: claimed[i].record.cluster, bindingKey: claimed[i].record.bindingKey, etag: newEtag, slot: new Date(slot).toISOString(), record: updates[k].record }, { delaySeconds }));
+      const row = claimed[i].record;
+      const attributes = { [ATTR.cluster]: row.cluster, [ATTR.binding]: row.bindingKey, [ATTR.tier]: health.tier, [ATTR.rate]: health.rate, 'failover.slot': new Date(slot).toISOString() };
+      sent.push(
+        inSpan('pacer.schedule', { parent: { traceparent: row.traceparent }, attributes }, () =>
+          plane.evictions.send({ cluster: row.cluster, bindingKey: row.bindingKey, etag: newEtag, slot: new Date(slot).toISOString(), record: updates[k].record }, { delaySeconds }),
+        ),
+      );
     });
   }
   await Promise.all(sent);

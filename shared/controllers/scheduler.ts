@@ -1,3 +1,4 @@
+import { annotate, ATTR, inSpan } from '../telemetry/tracing';
 import { activeBlocks } from '../failover/applicationFailover';
 import { schedule } from '../failover/scheduler';
 import { DEFAULT_BLOCK_SECONDS } from './applicationFailover';
@@ -26,6 +27,14 @@ export type ScheduleOutcome = 'scheduled' | 'no-fit' | 'up-to-date' | 'absent';
  * keeps the placement and writes Scheduled=False/NoClusterFit with why each cluster was rejected.
  */
 export async function scheduleBinding(plane: ControlPlane, key: string): Promise<ScheduleOutcome> {
+  return inSpan('scheduler.place', { attributes: { [ATTR.binding]: key } }, async () => {
+    const outcome = await place(plane, key);
+    annotate({ [ATTR.outcome]: outcome });
+    return outcome;
+  });
+}
+
+async function place(plane: ControlPlane, key: string): Promise<ScheduleOutcome> {
   // A fresh view: a placement decided on a second-old list would miss a cluster just registered or
   // recovered, and a no-fit is only retried at the next resync.
   const clusters = await fleetClusters(plane, 0);

@@ -1,3 +1,4 @@
+import { annotate, ATTR, inSpan } from '../telemetry/tracing';
 import { isFaultyTaint } from '../failover/evictionDecision';
 import { evaluateTaintPolicies, TaintChange } from '../failover/taintPolicy';
 import { mutate, write, keep, Mutation } from '../store/optimistic';
@@ -87,6 +88,7 @@ export async function updateCluster<R>(
   );
   const { value, record, changes, events } = outcome.result;
   if (events.length > 0) await plane.events.append(events);
+  if (changes.length > 0) annotate({ [ATTR.cluster]: name, [ATTR.taint]: changes.map((c) => `${c.action} ${c.taint.key}:${c.taint.effect}`).join(', ') });
   for (const c of changes) {
     plane.log.info(`taint ${c.action}`, { cluster: name, taint: `${c.taint.key}:${c.taint.effect}`, policy: c.policy, reason: c.reason });
   }
@@ -126,6 +128,10 @@ function taintEvent(cluster: string, change: TaintChange, now: Date): EventRecor
 
 /** Re-evaluates one cluster (deadline, policy change, resync). A missing cluster is nothing to do. */
 export async function evaluateCluster(plane: ControlPlane, name: string, policies?: PolicyRecord[]): Promise<TaintChange[]> {
+  return inSpan('taint.evaluate', { attributes: { [ATTR.cluster]: name } }, () => evaluate(plane, name, policies));
+}
+
+async function evaluate(plane: ControlPlane, name: string, policies?: PolicyRecord[]): Promise<TaintChange[]> {
   const outcome = await updateCluster(
     plane,
     name,

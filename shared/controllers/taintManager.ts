@@ -1,3 +1,4 @@
+import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import { ACTIVE_STATES, bindingKey, EvictionRecord, parseBindingKey } from '../failover/bindingModel';
 import { decideEviction, isFaultyTaint } from '../failover/evictionDecision';
 import type { EventRecord } from '../store/ports';
@@ -22,7 +23,16 @@ export interface PlanOutcome {
 }
 
 export async function manageCluster(plane: ControlPlane, name: string): Promise<PlanOutcome> {
+  return inSpan('taintManager.plan', { attributes: { [ATTR.cluster]: name } }, async () => {
+    const outcome = await planCluster(plane, name);
+    annotate({ [ATTR.outcome]: outcome.faulty ? 'planned' : 'recovered', [ATTR.count]: outcome.planned, 'failover.tolerated': outcome.tolerated, 'failover.abandoned': outcome.abandoned });
+    return outcome;
+  });
+}
+
+async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutcome> {
   const now = plane.clock.now();
+  const { traceparent } = currentTraceCarrier();
   const cluster = await plane.clusters.get(name);
   const faultyTaints = cluster?.value.taints.filter(isFaultyTaint) ?? [];
   if (faultyTaints.length === 0) {
@@ -69,6 +79,7 @@ export async function manageCluster(plane: ControlPlane, name: string): Promise<
         decisionRev: placement.rev,
         attempts: 0,
         updatedAt: now.toISOString(),
+        ...(traceparent ? { traceparent } : {}),
       },
     });
   }

@@ -56,6 +56,8 @@ export interface EvictionRecord extends BindingRef {
   attempts: number;
   message?: string;
   updatedAt: string;
+  /** W3C traceparent of the decision, so the pacer and the worker continue the failure's trace. */
+  traceparent?: string;
 }
 
 export const resourceKindOf = (spec: Pick<BindingSpec, 'resource'>) => `${spec.resource.apiVersion}/${spec.resource.kind}`;

@@ -10,6 +10,7 @@ import { storageFromConnectionString } from '../store/connection';
 import { ensureTables, TABLES, TableLeaseStore } from '../store/tableStorage';
 import { warnAboutAuth } from '../http/auth';
 import { errorFields, jsonLogger } from '../telemetry/log';
+import { shutdownTelemetry } from '../telemetry/setup';
 
 /**
  * `npm start`: the project's own Functions host. Uses AzureWebJobsStorage when set (so several hosts can
@@ -105,6 +106,8 @@ async function main(): Promise<void> {
     log.info('host stopping', { signal });
     try {
       await host.stop();
+      // Export the spans and metrics still buffered before Azurite and the process go.
+      await shutdownTelemetry();
       await azurite?.close();
       log.info('host stopped', { signal });
       process.exit(0);

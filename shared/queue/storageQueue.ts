@@ -1,3 +1,4 @@
+import { ATTR, currentTraceCarrier, inSpan, SpanKind } from '../telemetry/tracing';
 import { QueueClient } from '@azure/storage-queue';
 import { encodeMessage } from './encoding';
 
@@ -33,6 +34,9 @@ export class StorageMessageQueue<T> implements MessageQueue<T> {
 
   async send(message: T, options: SendOptions = {}): Promise<void> {
     const delay = Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.floor(options.delaySeconds ?? 0)));
-    await this.client.sendMessage(encodeMessage(message), { visibilityTimeout: delay, messageTimeToLive: -1 });
+    // A PRODUCER span, and its context in the message, so that the consumer continues this trace.
+    await inSpan(`send ${this.client.name}`, { kind: SpanKind.PRODUCER, attributes: { [ATTR.queue]: this.client.name, 'messaging.delay_seconds': delay } }, async () => {
+      await this.client.sendMessage(encodeMessage({ ...message, ...currentTraceCarrier() }), { visibilityTimeout: delay, messageTimeToLive: -1 });
+    });
   }
 }

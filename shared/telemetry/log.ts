@@ -1,3 +1,5 @@
+import { traceIds } from './tracing';
+
 /** Structured logs: one JSON line per event, never secrets (callers pass names and numbers, not payloads). */
 export interface Logger {
   info(message: string, fields?: Record<string, unknown>): void;
@@ -9,7 +11,7 @@ type Level = 'info' | 'warn' | 'error';
 
 export function jsonLogger(write: (line: string) => void = (line) => process.stdout.write(line + '\n'), base: Record<string, unknown> = {}): Logger {
   const emit = (level: Level, message: string, fields?: Record<string, unknown>) =>
-    write(JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...base, ...fields }));
+    write(JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...base, ...fields, ...traceIds() }));
   return {
     info: (message, fields) => emit('info', message, fields),
     warn: (message, fields) => emit('warn', message, fields),

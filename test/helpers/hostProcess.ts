@@ -19,15 +19,20 @@ export async function startHostProcess(env: Record<string, string> = {}): Promis
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  let starting = true;
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`host did not start in 20 s:\n${output}`)), 20_000);
+    // One listener for the process's life: it keeps collecting after the start.
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
+      if (!starting) return;
       for (const line of output.split('\n')) {
         if (!line.includes('"host started"')) continue;
         try {
+          const started = JSON.parse(line).url;
           clearTimeout(timer);
-          resolve(JSON.parse(line).url);
+          starting = false;
+          resolve(started);
         } catch {
           // partial line; wait for more
         }
@@ -40,7 +45,6 @@ export async function startHostProcess(env: Record<string, string> = {}): Promis
       reject(new Error(`host exited with ${code} before starting:\n${output}`));
     });
   });
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   return {
     url,
     child,
