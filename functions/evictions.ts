@@ -3,6 +3,7 @@ import { app, InvocationContext, Timer } from '@azure/functions';
 import { z } from 'zod';
 import type { EvictionMessage } from '../shared/controllers/deps';
 import { executeEviction } from '../shared/controllers/evictionWorker';
+import { parseBindingKey } from '../shared/failover/bindingModel';
 import { runPacer } from '../shared/controllers/pacer';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
@@ -38,7 +39,14 @@ const evictionMessage = z.object({
 export async function evictionWorker(message: unknown, ctx: InvocationContext): Promise<void> {
   const parsed = parseQueueMessage(evictionMessage, message, ctx, 'eviction');
   if (!parsed) return;
-  await executeEviction(controlPlane(), parsed as EvictionMessage);
+  const plane = controlPlane();
+  try {
+    await executeEviction(plane, parsed as EvictionMessage);
+  } catch (error) {
+    // Counted (the `eviction failures` alert watches it) and rethrown: the queue retries, then poisons.
+    plane.metrics.recordProcessed(parseBindingKey(parsed.bindingKey).kind, 'error');
+    throw error;
+  }
 }
 
 app.timer('evictionPacer', { schedule: '* * * * * *', runOnStartup: false, useMonitor: false, handler: evictionPacer });
