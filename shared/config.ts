@@ -76,7 +76,10 @@ const jsonStringMap = (message: string, valid: (value: string) => boolean = () =
 
 const clusterKeys = jsonStringMap('must be a JSON object of cluster name to key (keys of at least 16 characters); the value is not shown', (k) => k.length >= 16);
 
-const httpsUri = z.string().trim().regex(/^https?:\/\/[^\s/]+/, 'must be a URL such as https://<account>.queue.core.windows.net').optional();
+/** An optional setting; an empty value (as app settings often hold) counts as unset. */
+const unsetIfEmpty = <T extends z.ZodType>(schema: T) => z.preprocess((value) => (typeof value === 'string' && value.trim() === '' ? undefined : value), schema);
+
+const httpsUri = unsetIfEmpty(z.string().trim().regex(/^https?:\/\/[^\s/]+/, 'must be a URL such as https://<account>.queue.core.windows.net').optional());
 
 /** Telemetry settings: the standard names the Azure Monitor and OpenTelemetry SDKs use. */
 export const telemetrySettingsSchema = z.object({
@@ -84,9 +87,9 @@ export const telemetrySettingsSchema = z.object({
   // `Authorization=AAD` (with `ClientId=<id>` for a user-assigned identity): export with Entra ID when
   // the Application Insights resource has local authentication disabled.
   APPLICATIONINSIGHTS_AUTHENTICATION_STRING: z.string().trim().optional(),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().trim().regex(/^https?:\/\/[^\s/]+/, 'must be an http(s) URL such as http://collector:4318').optional(),
-  OTEL_EXPORTER_OTLP_PROTOCOL: z.enum(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not bundled)' }).default('http/protobuf'),
-  OTEL_SERVICE_NAME: z.string().trim().min(1).max(256).default('cluster-failover'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: unsetIfEmpty(z.string().trim().regex(/^https?:\/\/[^\s/]+/, 'must be an http(s) URL such as http://collector:4318').optional()),
+  OTEL_EXPORTER_OTLP_PROTOCOL: unsetIfEmpty(z.enum(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not bundled)' }).default('http/protobuf')),
+  OTEL_SERVICE_NAME: unsetIfEmpty(z.string().trim().min(1).max(256).default('cluster-failover')),
   OTEL_METRIC_EXPORT_INTERVAL: number(60_000, (n) => (Number.isInteger(n) && n >= 100 ? undefined : 'must be a whole number of milliseconds ≥ 100')),
 });
 export type TelemetrySettings = z.infer<typeof telemetrySettingsSchema>;
@@ -94,10 +97,10 @@ export type TelemetrySettings = z.infer<typeof telemetrySettingsSchema>;
 export const settingsSchema = telemetrySettingsSchema.extend({
   AzureWebJobsStorage: z.string().optional(),
   // Identity-based storage (no keys): what the Functions host reads for the same connection.
-  AzureWebJobsStorage__accountName: z.string().trim().regex(/^[a-z0-9]{3,24}$/, 'must be a storage account name').optional(),
+  AzureWebJobsStorage__accountName: unsetIfEmpty(z.string().trim().regex(/^[a-z0-9]{3,24}$/, 'must be a storage account name').optional()),
   AzureWebJobsStorage__queueServiceUri: httpsUri,
   AzureWebJobsStorage__tableServiceUri: httpsUri,
-  AzureWebJobsStorage__credential: z.literal('managedidentity', { message: 'must be managedidentity' }).optional(),
+  AzureWebJobsStorage__credential: unsetIfEmpty(z.literal('managedidentity', { message: 'must be managedidentity' }).optional()),
   AzureWebJobsStorage__clientId: z.string().trim().optional(),
   AUTO_REGISTER_CLUSTERS: bool(true),
   CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: number(40, positiveInteger),

@@ -47,8 +47,11 @@ function entraCredential(authentication: string | undefined) {
 function azureMonitor(settings: TelemetrySettings, connectionString: string): Telemetry {
   const ai = require('applicationinsights') as typeof import('applicationinsights');
   const credential = entraCredential(settings.APPLICATIONINSIGHTS_AUTHENTICATION_STRING);
+  const { resourceFromAttributes } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
   ai.useAzureMonitor({
     azureMonitorExporterOptions: { connectionString, ...(credential ? { credential } : {}) },
+    // The cloud role name Application Insights groups by.
+    resource: resourceFromAttributes({ 'service.name': settings.OTEL_SERVICE_NAME }),
     // The distro's default keeps 5 traces per second: a failure story must not be sampled away.
     samplingRatio: 1,
     tracesPerSecond: 0,

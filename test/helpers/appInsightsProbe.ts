@@ -1,0 +1,30 @@
+/**
+ * Run as a child process by test/e2e/appInsights.test.ts: the app's telemetry setup with an Application
+ * Insights connection string, one producer → consumer hop as the queues make it, then a flush.
+ */
+import { startTelemetry, shutdownTelemetry } from '../../shared/telemetry/setup';
+import { currentTraceCarrier, inSpan, SpanKind } from '../../shared/telemetry/tracing';
+import { FailoverMetrics } from '../../shared/telemetry/metrics';
+
+async function main() {
+  const telemetry = startTelemetry();
+  const metrics = new FailoverMetrics();
+  for (let i = 0; i < 20; i++) {
+    let message: Record<string, unknown> = {};
+    await inSpan('taintManager.plan', { attributes: { 'failover.cluster': `probe-${i}` } }, async () => {
+      await inSpan('send evictions', { kind: SpanKind.PRODUCER }, async () => {
+        message = { cluster: `probe-${i}`, ...currentTraceCarrier() };
+      });
+    });
+    await inSpan('process evictions', { kind: SpanKind.CONSUMER, parent: { traceparent: message.traceparent as string } }, async () => {
+      metrics.recordProcessed('ResourceBinding', 'success', 0.5);
+    });
+  }
+  await shutdownTelemetry();
+  process.stdout.write(JSON.stringify({ exporter: telemetry.exporter }) + '\n');
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
