@@ -1,4 +1,4 @@
-import { annotate, ATTR, inSpan } from '../telemetry/tracing';
+import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import type { ApplicationFailover, BindingStatusReport, GracefulEvictionTask } from '../api/resources';
 import { activeBlocks, assessApplicationHealth, blockedUntil, mergeWorkloadStatus, WorkloadStatusItem } from '../failover/applicationFailover';
 import { preScheduleCheck } from '../failover/precheck';
@@ -217,6 +217,7 @@ function evictForApplicationFailure(current: BindingRecord, cluster: string, unh
   current.spec.activeEvictionHistory = [...(current.spec.activeEvictionHistory ?? []).filter((h) => h.clusterName !== cluster), entry];
   current.status.aggregatedStatus = (current.status.aggregatedStatus ?? []).filter((item) => item.clusterName !== cluster);
   current.generation += 1;
+  current.traceparent = currentTraceCarrier().traceparent;
   const until = blockedUntil(entry, behavior.blockPredecessorSeconds);
   const purge =
     behavior.purgeMode === 'Gracefully'

@@ -1,4 +1,4 @@
-import { annotate, ATTR, inSpan } from '../telemetry/tracing';
+import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import { sleep } from '../clock';
 import type { EvictionRecord } from '../failover/bindingModel';
 import { preScheduleCheck } from '../failover/precheck';
@@ -115,6 +115,7 @@ async function finishCommitted(plane: ControlPlane, record: EvictionRecord, rede
       }
       current.spec.gracefulEvictionTasks = tasks;
       current.generation += 1;
+      current.traceparent = currentTraceCarrier().traceparent;
       return write(current, true);
     },
     { placementsAlreadyRemoved: [record.cluster], current },

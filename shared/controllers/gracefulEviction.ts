@@ -1,4 +1,4 @@
-import { annotate, ATTR, inSpan } from '../telemetry/tracing';
+import { annotate, ATTR, inSpan, recordSpan } from '../telemetry/tracing';
 import type { GracefulEvictionTask } from '../api/resources';
 import { assessTasks } from '../failover/gracefulEviction';
 import { keep, write } from '../store/optimistic';
@@ -63,7 +63,13 @@ async function sweep(plane: ControlPlane, key: string): Promise<Array<{ task: Gr
 export async function sweepAllBindings(plane: ControlPlane): Promise<number> {
   let dropped = 0;
   for (const entry of await plane.bindings.list()) {
-    if ((entry.value.spec.gracefulEvictionTasks ?? []).length > 0) dropped += (await sweepBinding(plane, entry.id)).length;
+    if ((entry.value.spec.gracefulEvictionTasks ?? []).length > 0) {
+      const startTime = Date.now();
+      const cleared = await sweep(plane, entry.id);
+      dropped += cleared.length;
+      // A span only when the sweep did something, in the trace of the failure that made the tasks.
+      if (cleared.length > 0) recordSpan('gracefulEviction.sweep', { parent: { traceparent: entry.value.traceparent }, startTime, attributes: { [ATTR.binding]: entry.id, [ATTR.count]: cleared.length, [ATTR.outcome]: 'cleared' } });
+    }
   }
   return dropped;
 }

@@ -125,6 +125,11 @@ export interface BindingRecord extends StoredMetadata {
   rev: number;
   spec: BindingSpec;
   status: BindingStatus;
+  /**
+   * W3C traceparent of the last eviction from this binding: rescheduling and the sweep continue that
+   * failure's trace even when a timer, not a message, picks them up. Not part of the API view.
+   */
+  traceparent?: string;
   /** The propagation policy this binding took placement and/or failover from, and which. */
   inheritedFrom?: PolicyRef & { fields: InheritedField[] };
 }

@@ -1,4 +1,4 @@
-import { annotate, ATTR, inSpan } from '../telemetry/tracing';
+import { annotate, ATTR, inSpan, TraceCarrier } from '../telemetry/tracing';
 import { activeBlocks } from '../failover/applicationFailover';
 import { schedule } from '../failover/scheduler';
 import { DEFAULT_BLOCK_SECONDS } from './applicationFailover';
@@ -26,8 +26,8 @@ export type ScheduleOutcome = 'scheduled' | 'no-fit' | 'up-to-date' | 'absent';
  * lost to eviction). Success writes spec.clusters, schedulerObservedGeneration and Scheduled=True; no fit
  * keeps the placement and writes Scheduled=False/NoClusterFit with why each cluster was rejected.
  */
-export async function scheduleBinding(plane: ControlPlane, key: string): Promise<ScheduleOutcome> {
-  return inSpan('scheduler.place', { attributes: { [ATTR.binding]: key } }, async () => {
+export async function scheduleBinding(plane: ControlPlane, key: string, trace?: TraceCarrier): Promise<ScheduleOutcome> {
+  return inSpan('scheduler.place', { attributes: { [ATTR.binding]: key }, ...(trace ? { parent: trace } : {}) }, async () => {
     const outcome = await place(plane, key);
     annotate({ [ATTR.outcome]: outcome });
     return outcome;
@@ -79,11 +79,11 @@ async function place(plane: ControlPlane, key: string): Promise<ScheduleOutcome>
   return outcome;
 }
 
-/** The scheduler's resync: every binding whose scheduled generation is behind. */
+/** The scheduler's resync: every binding whose scheduled generation is behind, in its failure's trace. */
 export async function scheduleAll(plane: ControlPlane): Promise<number> {
   let scheduled = 0;
   for (const entry of await plane.bindings.list()) {
-    if (entry.value.status.schedulerObservedGeneration !== entry.value.generation && (await scheduleBinding(plane, entry.id)) === 'scheduled') scheduled++;
+    if (entry.value.status.schedulerObservedGeneration !== entry.value.generation && (await scheduleBinding(plane, entry.id, { traceparent: entry.value.traceparent })) === 'scheduled') scheduled++;
   }
   return scheduled;
 }

@@ -66,6 +66,15 @@ export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: S
   });
 }
 
+/**
+ * Records a finished span after the fact: for periodic work that should appear in a trace only when it
+ * did something (a sweep over thousands of bindings must not emit a span per binding every tick).
+ */
+export function recordSpan(name: string, options: SpanOptions & { startTime: number }): void {
+  const parent = options.parent === undefined ? context.active() : isContext(options.parent) ? options.parent : contextOf(options.parent);
+  tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, startTime: options.startTime, ...(options.attributes ? { attributes: options.attributes } : {}) }, parent).end();
+}
+
 /** Adds attributes to the active span, if any. */
 export function annotate(attributes: Attributes): void {
   trace.getActiveSpan()?.setAttributes(attributes);
