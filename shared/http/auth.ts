@@ -24,6 +24,22 @@ export interface ReportAuth {
   signature: string;
 }
 
+/** Derived cluster keys, per settings object: one HMAC per cluster and process, not one per report. */
+const derivedKeys = new WeakMap<AuthSettings, Map<string, string>>();
+const MAX_CACHED_KEYS = 10_000;
+
+function derivedKey(auth: AuthSettings, signingKey: string, cluster: string): string {
+  let keys = derivedKeys.get(auth);
+  if (!keys) derivedKeys.set(auth, (keys = new Map()));
+  let key = keys.get(cluster);
+  if (key === undefined) {
+    if (keys.size >= MAX_CACHED_KEYS) keys.clear();
+    key = clusterKey(signingKey, cluster);
+    keys.set(cluster, key);
+  }
+  return key;
+}
+
 /**
  * A native report must be signed by the cluster it is about. Returns what the replay check needs
  * (the signed time and signature), or undefined when checks are off.
@@ -34,7 +50,7 @@ export function verifyClusterReport(req: HttpRequest, auth: AuthSettings, cluste
     const explicit = auth.clusterKeys[name];
     if (explicit) return explicit;
     if (!auth.signingKey) throw new ApiError(503, 'health reports are disabled: REPORTER_SIGNING_KEY is not configured and AUTH_MODE is required');
-    return clusterKey(auth.signingKey, name);
+    return derivedKey(auth, auth.signingKey, name);
   };
   const verdict = verifyReport(
     {

@@ -191,17 +191,24 @@ export class LocalFunctionsHost {
     // The response is built inside the invocation so its log line carries the real status.
     const respond = async (...args: unknown[]) => {
       const result = (await fn.handler(...args)) as HttpResponseInit | HttpResponse | undefined;
+      const plain = plainJsonResponse(result);
+      if (plain) {
+        status = plain.status;
+        return plain;
+      }
       const response = result instanceof HttpResponse ? result : new HttpResponse(result ?? {});
       status = response.status;
-      return { response, payload: Buffer.from(await response.arrayBuffer()) };
+      const headers: Array<[string, string]> = [];
+      response.headers.forEach((value, key) => headers.push([key, value]));
+      return { status, headers, payload: Buffer.from(await response.arrayBuffer()) };
     };
     try {
-      const { response, payload } = (await this.invoke({ ...fn, handler: respond }, 'http', [request], ctx, () => ({ method: req.method, path: url.pathname, status }))) as {
-        response: HttpResponse;
+      const { headers, payload } = (await this.invoke({ ...fn, handler: respond }, 'http', [request], ctx, () => ({ method: req.method, path: url.pathname, status }))) as {
+        headers: Array<[string, string]>;
         payload: Buffer;
       };
       res.statusCode = status;
-      response.headers.forEach((value, key) => res.setHeader(key, value));
+      for (const [key, value] of headers) res.setHeader(key, value);
       res.end(req.method === 'HEAD' ? undefined : payload);
     } catch {
       status = 500;
@@ -380,4 +387,18 @@ function readAll(req: IncomingMessage, limit: number): Promise<Buffer> {
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
+}
+
+/**
+ * The common case, a plain `{ status, jsonBody, headers }` with a content type, serialized the way
+ * HttpResponse would (JSON.stringify) without building a web-streams Response per request; anything else
+ * (bodies, cookies, HttpResponse objects) goes through HttpResponse.
+ */
+function plainJsonResponse(result: HttpResponseInit | HttpResponse | undefined): { status: number; headers: Array<[string, string]>; payload: Buffer } | undefined {
+  if (!result || result instanceof HttpResponse || result.body !== undefined || result.cookies || result.jsonBody === undefined) return undefined;
+  const given = result.headers;
+  if (!given || typeof given !== 'object' || Array.isArray(given) || given instanceof Headers) return undefined;
+  const headers = Object.entries(given as Record<string, string>).map(([key, value]): [string, string] => [key.toLowerCase(), String(value)]);
+  if (!headers.some(([key]) => key === 'content-type')) return undefined;
+  return { status: result.status ?? 200, headers, payload: Buffer.from(JSON.stringify(result.jsonBody)) };
 }

@@ -9,7 +9,24 @@ export interface Logger {
 
 type Level = 'info' | 'warn' | 'error';
 
-export function jsonLogger(write: (line: string) => void = (line) => process.stdout.write(line + '\n'), base: Record<string, unknown> = {}): Logger {
+/**
+ * Lines written to stdout once per event-loop turn rather than one write each: stdout to a pipe is
+ * synchronous on Linux, and a write per line per request showed up in the HTTP tail latency.
+ */
+const pendingLines: string[] = [];
+function flushLines(): void {
+  if (pendingLines.length === 0) return;
+  const text = pendingLines.join('\n') + '\n';
+  pendingLines.length = 0;
+  process.stdout.write(text);
+}
+process.on('exit', flushLines);
+
+export function bufferedStdout(line: string): void {
+  if (pendingLines.push(line) === 1) setImmediate(flushLines);
+}
+
+export function jsonLogger(write: (line: string) => void = bufferedStdout, base: Record<string, unknown> = {}): Logger {
   const emit = (level: Level, message: string, fields?: Record<string, unknown>) =>
     write(JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...base, ...fields, ...traceIds() }));
   return {
