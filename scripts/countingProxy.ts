@@ -7,6 +7,8 @@ import { createServer, request, Server } from 'node:http';
 export interface CountingProxy {
   url: string;
   count: () => number;
+  /** Requests by method and resource (table or queue, keys and query dropped), for BENCH_VERBOSE. */
+  breakdown: () => Record<string, number>;
   reset: () => void;
   close: () => Promise<void>;
 }
@@ -14,8 +16,12 @@ export interface CountingProxy {
 export async function startCountingProxy(target: string): Promise<CountingProxy> {
   const upstream = new URL(target);
   let count = 0;
+  let byKind = new Map<string, number>();
   const server: Server = createServer((req, res) => {
     count++;
+    const resource = (req.url ?? '').split('?')[0].split('/')[2]?.replace(/\(.*$/, '') ?? '';
+    const kind = `${req.method} ${resource}${/\$batch/.test(req.url ?? '') ? ' (batch)' : ''}`;
+    byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
     const forward = request(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host } },
       (reply) => {
@@ -36,7 +42,11 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
   return {
     url: `http://127.0.0.1:${port}`,
     count: () => count,
-    reset: () => (count = 0),
+    breakdown: () => Object.fromEntries([...byKind].sort((a, b) => b[1] - a[1])),
+    reset: () => {
+      count = 0;
+      byKind = new Map();
+    },
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

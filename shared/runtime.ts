@@ -7,7 +7,6 @@ import { TableLedger } from './store/ledgerTable';
 import { FailoverMetrics } from './telemetry/metrics';
 import { QUEUES, StorageMessageQueue } from './queue/storageQueue';
 import { StorageClients, storageFromConnectionString, storageFromIdentity } from './store/connection';
-import { DefaultAzureCredential, ManagedIdentityCredential } from '@azure/identity';
 import { TABLES, TableDocumentStore, TableEventLog } from './store/tableStorage';
 import { warnAboutAuth } from './http/auth';
 import { jsonLogger } from './telemetry/log';
@@ -43,6 +42,8 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
 export function storageFor(config: AppConfig): StorageClients {
   if (config.storageConnectionString) return storageFromConnectionString(config.storageConnectionString);
   if (config.identityStorage) {
+    // Loaded only in Azure: @azure/identity is large, and the local host never needs it.
+    const { DefaultAzureCredential, ManagedIdentityCredential } = require('@azure/identity') as typeof import('@azure/identity');
     const { clientId } = config.identityStorage;
     return storageFromIdentity(config.identityStorage, clientId ? new ManagedIdentityCredential({ clientId }) : new DefaultAzureCredential());
   }

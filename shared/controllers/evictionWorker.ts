@@ -4,6 +4,8 @@ import type { EvictionRecord } from '../failover/bindingModel';
 import { preScheduleCheck } from '../failover/precheck';
 import { keep, write } from '../store/optimistic';
 import { writeBinding } from './bindings';
+import { scheduleBinding } from './scheduler';
+import { errorFields } from '../telemetry/log';
 import type { ControlPlane, EvictionMessage } from './deps';
 import { fleetClusters } from './fleet';
 import { recentPacerState, unschedule } from './pacer';
@@ -36,7 +38,7 @@ async function execute(plane: ControlPlane, message: EvictionMessage): Promise<W
   // changed meanwhile (abandoned, done) is never acted on. Older messages without it read the row.
   const row = message.record ? { record: message.record, etag: message.etag } : await plane.ledger.getEviction(message.cluster, message.bindingKey);
   if (!row) return 'duplicate';
-  if (row.record.state === 'done') return (await finishCommitted(plane, row.record, true)) ? 'evicted' : 'duplicate';
+  if (row.record.state === 'done') return (await finishCommitted(plane, row.record, true)).done ? 'evicted' : 'duplicate';
   if (row.record.state !== 'scheduled' || row.etag !== message.etag) return 'duplicate';
 
   const state = await recentPacerState(plane);
@@ -74,12 +76,18 @@ async function execute(plane: ControlPlane, message: EvictionMessage): Promise<W
     // Someone changed the row first. If it is `done`, this is a redelivery of an eviction that was
     // committed but not finished (the host died in between): finish it.
     const latest = await plane.ledger.getEviction(message.cluster, message.bindingKey);
-    if (latest?.record.state === 'done' && (await finishCommitted(plane, latest.record, true))) return 'evicted';
+    if (latest?.record.state === 'done' && (await finishCommitted(plane, latest.record, true)).done) return 'evicted';
     return 'lost-race';
   }
-  await finishCommitted(plane, committed, false, binding);
-  // The binding lost a cluster: place it again.
-  await plane.scheduler.send({ binding: message.bindingKey });
+  const finished = await finishCommitted(plane, committed, false, binding);
+  // The binding lost a cluster: place it again, here and now from the version just written (no queue hop,
+  // no re-read); if that fails, the scheduler queue (and its resync) takes it.
+  try {
+    await scheduleBinding(plane, message.bindingKey, undefined, finished.written);
+  } catch (error) {
+    plane.log.warn('rescheduling after eviction failed; queued for the scheduler', { binding: message.bindingKey, ...errorFields(error) });
+    await plane.scheduler.send({ binding: message.bindingKey });
+  }
   const latency = (now.getTime() - Date.parse(row.record.decidedAt)) / 1000;
   plane.metrics.recordProcessed(row.record.kind, 'success', latency);
   await plane.events.append([evictionEvent(committed, 'Evicted', `evicted from ${message.cluster} (${committed.purgeMode}): ${committed.why}`, 'Warning', now.toISOString())]);
@@ -91,8 +99,8 @@ async function execute(plane: ControlPlane, message: EvictionMessage): Promise<W
  * Removes the cluster from the binding and records the graceful-eviction task; idempotent. A redelivered
  * message (`redelivery`) finishes only if the binding is still at the revision the commit saw.
  */
-async function finishCommitted(plane: ControlPlane, record: EvictionRecord, redelivery: boolean, current?: Versioned<BindingRecord>): Promise<boolean> {
-  const { result } = await writeBinding<boolean>(
+async function finishCommitted(plane: ControlPlane, record: EvictionRecord, redelivery: boolean, current?: Versioned<BindingRecord>): Promise<{ done: boolean; written?: Versioned<BindingRecord> }> {
+  const { result, record: written, etag } = await writeBinding<boolean>(
     plane,
     record.bindingKey,
     (current, now) => {
@@ -120,5 +128,5 @@ async function finishCommitted(plane: ControlPlane, record: EvictionRecord, rede
     },
     { placementsAlreadyRemoved: [record.cluster], current },
   );
-  return result;
+  return { done: result, ...(written && etag ? { written: { value: written, etag } } : {}) };
 }

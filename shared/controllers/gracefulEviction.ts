@@ -2,23 +2,24 @@ import { annotate, ATTR, inSpan, recordSpan } from '../telemetry/tracing';
 import type { GracefulEvictionTask } from '../api/resources';
 import { assessTasks } from '../failover/gracefulEviction';
 import { keep, write } from '../store/optimistic';
-import type { EventRecord } from '../store/ports';
+import type { EventRecord, Versioned } from '../store/ports';
 import { displayName, writeBinding } from './bindings';
 import type { ControlPlane } from './deps';
+import type { BindingRecord } from './records';
 
 /**
  * The graceful-eviction sweep for one binding: drops the tasks whose old copy may now go and records an
  * event for each (what a downstream deployer acts on to delete the old copy). Returns the dropped tasks.
  */
-export async function sweepBinding(plane: ControlPlane, key: string): Promise<Array<{ task: GracefulEvictionTask; why: string }>> {
+export async function sweepBinding(plane: ControlPlane, key: string, current?: Versioned<BindingRecord>): Promise<Array<{ task: GracefulEvictionTask; why: string }>> {
   return inSpan('gracefulEviction.sweep', { attributes: { [ATTR.binding]: key } }, async () => {
-    const dropped = await sweep(plane, key);
+    const dropped = await sweep(plane, key, current);
     annotate({ [ATTR.count]: dropped.length, [ATTR.outcome]: dropped.length > 0 ? 'cleared' : 'kept' });
     return dropped;
   });
 }
 
-async function sweep(plane: ControlPlane, key: string): Promise<Array<{ task: GracefulEvictionTask; why: string }>> {
+async function sweep(plane: ControlPlane, key: string, known?: Versioned<BindingRecord>): Promise<Array<{ task: GracefulEvictionTask; why: string }>> {
   let dropped: Array<{ task: GracefulEvictionTask; why: string }> = [];
   const { record } = await writeBinding<null>(plane, key, (current, now) => {
     dropped = [];
@@ -41,7 +42,7 @@ async function sweep(plane: ControlPlane, key: string): Promise<Array<{ task: Gr
     // generation stays (a bump would make every other task wait for a new scheduling round).
     current.spec.gracefulEvictionTasks = assessment.keep;
     return write(current, null);
-  });
+  }, known ? { current: known } : {});
   if (record && dropped.length > 0) {
     const now = plane.clock.now().toISOString();
     const events: EventRecord[] = dropped.map(({ task, why }) => ({

@@ -8,7 +8,8 @@ import { displayName, writeBinding } from './bindings';
 import type { ControlPlane } from './deps';
 import { fleetClusters } from './fleet';
 import { sweepBinding } from './gracefulEviction';
-import type { BindingStatus } from './records';
+import type { BindingRecord, BindingStatus } from './records';
+import type { Versioned } from '../store/ports';
 
 type Condition = NonNullable<BindingStatus['conditions']>[number];
 
@@ -26,21 +27,22 @@ export type ScheduleOutcome = 'scheduled' | 'no-fit' | 'up-to-date' | 'absent';
  * lost to eviction). Success writes spec.clusters, schedulerObservedGeneration and Scheduled=True; no fit
  * keeps the placement and writes Scheduled=False/NoClusterFit with why each cluster was rejected.
  */
-export async function scheduleBinding(plane: ControlPlane, key: string, trace?: TraceCarrier): Promise<ScheduleOutcome> {
+export async function scheduleBinding(plane: ControlPlane, key: string, trace?: TraceCarrier, current?: Versioned<BindingRecord>): Promise<ScheduleOutcome> {
   return inSpan('scheduler.place', { attributes: { [ATTR.binding]: key }, ...(trace ? { parent: trace } : {}) }, async () => {
-    const outcome = await place(plane, key);
+    const outcome = await place(plane, key, current);
     annotate({ [ATTR.outcome]: outcome });
     return outcome;
   });
 }
 
-async function place(plane: ControlPlane, key: string): Promise<ScheduleOutcome> {
+/** `current`: the version the caller just wrote, to save a read (a stale one costs one retry). */
+async function place(plane: ControlPlane, key: string, current?: Versioned<BindingRecord>): Promise<ScheduleOutcome> {
   // A fresh view: a placement decided on a second-old list would miss a cluster just registered or
   // recovered, and a no-fit is only retried at the next resync.
   const clusters = await fleetClusters(plane, 0);
   let outcome: ScheduleOutcome = 'absent';
   let event: EventRecord | undefined;
-  await writeBinding<null>(plane, key, (current, now) => {
+  const placed = await writeBinding<null>(plane, key, (current, now) => {
     event = undefined;
     if (!current) {
       outcome = 'absent';
@@ -73,9 +75,9 @@ async function place(plane: ControlPlane, key: string): Promise<ScheduleOutcome>
     setCondition(current.status, { type: 'Scheduled', status: 'True', reason: 'Success', message: `placed on ${result.clusters.map((c) => `${c.name} (${c.replicas})`).join(', ')}` }, now);
     event = { time: now.toISOString(), kind: current.kind, name, type: 'Normal', reason: 'Scheduled', message: `placed on ${result.clusters.map((c) => c.name).join(', ')}` };
     return write(current, null);
-  });
+  }, current ? { current } : {});
   if (event) await plane.events.append([event]);
-  if ((outcome as ScheduleOutcome) === 'scheduled') await sweepBinding(plane, key);
+  if ((outcome as ScheduleOutcome) === 'scheduled') await sweepBinding(plane, key, placed.record && placed.etag ? { value: placed.record, etag: placed.etag } : undefined);
   return outcome;
 }
 

@@ -14,7 +14,7 @@ afterAll(async () => {
 });
 
 /** The span names of one failure story, in the order the work happens. */
-const STORY = ['POST clusterStatus', 'send taint-evaluations', 'process taint-evaluations', 'taint.evaluate', 'send taint-manager', 'process taint-manager', 'taintManager.plan', 'pacer.schedule', 'send evictions', 'process evictions', 'eviction.execute', 'send scheduler', 'process scheduler', 'scheduler.place', 'gracefulEviction.sweep'];
+const STORY = ['POST clusterStatus', 'send taint-evaluations', 'process taint-evaluations', 'taint.evaluate', 'send taint-manager', 'process taint-manager', 'taintManager.plan', 'pacer.schedule', 'send evictions', 'process evictions', 'eviction.execute', 'scheduler.place', 'gracefulEviction.sweep'];
 
 it('exports one trace per failure, from the health webhook to the last moved workload, over OTLP', async () => {
   host = await startHostProcess({

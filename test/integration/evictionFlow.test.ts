@@ -75,10 +75,16 @@ describe('the eviction path on Azurite, step by step', () => {
     // At-least-once delivery: the same messages again change nothing.
     expect(await Promise.all(messages.map((m) => executeEviction(plane, m)))).toEqual(['duplicate', 'duplicate']);
 
+    // The worker places the binding again at once (Duplicated: every healthy cluster) and the sweep that
+    // follows clears the Directly task; the Gracefully one waits for the new copies to be healthy.
     const db = (await plane.bindings.get('rb:default:db'))!.value;
-    expect(db.spec.clusters).toEqual([]);
-    expect(db.spec.gracefulEvictionTasks).toEqual([expect.objectContaining({ fromCluster: 'c1', purgeMode: 'Directly' })]);
+    expect(db.spec.clusters).toEqual([{ name: 'c2', replicas: 2 }, { name: 'c3', replicas: 2 }]);
+    expect(db.status.schedulerObservedGeneration).toBe(db.generation);
+    expect(db.spec.gracefulEvictionTasks).toEqual([]);
+    const web = (await plane.bindings.get('rb:default:web'))!.value;
+    expect(web.spec.gracefulEvictionTasks).toEqual([expect.objectContaining({ fromCluster: 'c1', purgeMode: 'Gracefully', reason: 'TaintUntolerated' })]);
     expect(await plane.ledger.listPlacements('c1')).toEqual([]);
+    expect((await plane.ledger.listPlacements('c2')).map((p) => p.name).sort()).toEqual(['db', 'web']);
 
     await resyncTaintManager(plane);
     const points = await metricPoints();
@@ -91,13 +97,14 @@ describe('the eviction path on Azurite, step by step', () => {
   });
 
   it('reports queue depth by queue and by cluster and resource kind', async () => {
+    // c2 holds `queued` plus the two bindings the first test moved there.
     await applyBinding(plane, binding('queued', ['c2']) as never);
     await applyCluster(plane, cluster('c2', true) as never);
     await manageCluster(plane, 'c2');
     await resyncTaintManager(plane);
     const points = await metricPoints();
-    expect(points.eviction_total).toEqual([{ attributes: { queue_name: 'resource-binding' }, value: 1 }]);
-    expect(points.evict_kind_total).toEqual([{ attributes: { cluster_name: 'c2', resource_kind: 'apps/v1/Deployment' }, value: 1 }]);
+    expect(points.eviction_total).toEqual([{ attributes: { queue_name: 'resource-binding' }, value: 3 }]);
+    expect(points.evict_kind_total).toEqual([{ attributes: { cluster_name: 'c2', resource_kind: 'apps/v1/Deployment' }, value: 3 }]);
   });
 });
 
