@@ -68,18 +68,20 @@ const timestamp = z.iso.datetime({ offset: true, message: 'must be an RFC 3339 t
 const labels = z.record(qualifiedName, labelValue);
 const annotations = z.record(qualifiedName, z.string().max(4096, 'must be at most 4096 characters'));
 
+const metadataFields = (name: z.ZodType<string>) => ({
+  name,
+  labels: labels.optional(),
+  annotations: annotations.optional(),
+  // Read-only fields, accepted and ignored (they appear in GET output).
+  uid: z.string().optional(),
+  resourceVersion: z.string().optional(),
+  generation: z.number().optional(),
+  creationTimestamp: z.string().optional(),
+});
+
 /** Metadata of a cluster-scoped object. */
-export const metadataSchema = (name: z.ZodType<string>) =>
-  strictObject({
-    name,
-    labels: labels.optional(),
-    annotations: annotations.optional(),
-    // Read-only fields, accepted and ignored (they appear in GET output).
-    uid: z.string().optional(),
-    resourceVersion: z.string().optional(),
-    generation: z.number().optional(),
-    creationTimestamp: z.string().optional(),
-  });
+export const metadataSchema = (name: z.ZodType<string>) => strictObject(metadataFields(name));
+
 
 /**
  * The Karmada envelope: apiVersion, kind, metadata, spec. Status is accepted and ignored, like the
@@ -221,16 +223,8 @@ export const namespaceName = z
   .max(63, 'must be at most 63 characters')
   .regex(DNS_LABEL, 'must be a DNS label: lower-case letters, digits and "-"');
 
-export const namespacedMetadataSchema = strictObject({
-  name: objectName,
-  namespace: namespaceName.default('default'),
-  labels: labels.optional(),
-  annotations: annotations.optional(),
-  uid: z.string().optional(),
-  resourceVersion: z.string().optional(),
-  generation: z.number().optional(),
-  creationTimestamp: z.string().optional(),
-});
+/** Metadata of a namespaced object (namespace `default` when not given). */
+export const namespacedMetadataSchema = strictObject({ ...metadataFields(objectName), namespace: namespaceName.default('default') });
 
 /** Purge modes: cluster failover's spellings and application failover's are the same two modes, plus Never. */
 export const PURGE_MODES = ['Directly', 'Gracefully', 'Never'] as const;

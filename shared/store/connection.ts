@@ -14,29 +14,11 @@ export interface StorageClients {
 export function storageFromConnectionString(connectionString: string): StorageClients {
   const insecure = /DefaultEndpointsProtocol=http;|UseDevelopmentStorage=true|http:\/\//i.test(connectionString);
   const tableOptions = insecure ? { allowInsecureConnection: true } : {};
-  const tables = new Map<string, TableClient>();
-  const queues = new Map<string, QueueClient>();
-  const queueService = QueueServiceClient.fromConnectionString(connectionString);
-  return {
-    table(name) {
-      let client = tables.get(name);
-      if (!client) {
-        client = TableClient.fromConnectionString(connectionString, name, tableOptions);
-        tables.set(name, client);
-      }
-      return client;
-    },
-    tableService: () => TableServiceClient.fromConnectionString(connectionString, tableOptions),
-    queue(name) {
-      let client = queues.get(name);
-      if (!client) {
-        client = queueService.getQueueClient(name);
-        queues.set(name, client);
-      }
-      return client;
-    },
-    queueService: () => queueService,
-  };
+  return cachedClients(
+    (name) => TableClient.fromConnectionString(connectionString, name, tableOptions),
+    () => TableServiceClient.fromConnectionString(connectionString, tableOptions),
+    QueueServiceClient.fromConnectionString(connectionString),
+  );
 }
 
 /**
@@ -44,25 +26,27 @@ export function storageFromConnectionString(connectionString: string): StorageCl
  * `AzureWebJobsStorage__*` settings the Functions host uses for the same connection.
  */
 export function storageFromIdentity(settings: IdentityStorage, credential: TokenCredential): StorageClients {
+  return cachedClients(
+    (name) => new TableClient(settings.tableServiceUri, name, credential),
+    () => new TableServiceClient(settings.tableServiceUri, credential),
+    new QueueServiceClient(settings.queueServiceUri, credential),
+  );
+}
+
+/** One client per table and queue name, kept (clients hold connection pools). */
+function cachedClients(makeTable: (name: string) => TableClient, makeTableService: () => TableServiceClient, queueService: QueueServiceClient): StorageClients {
   const tables = new Map<string, TableClient>();
-  const queueService = new QueueServiceClient(settings.queueServiceUri, credential);
   const queues = new Map<string, QueueClient>();
   return {
     table(name) {
       let client = tables.get(name);
-      if (!client) {
-        client = new TableClient(settings.tableServiceUri, name, credential);
-        tables.set(name, client);
-      }
+      if (!client) tables.set(name, (client = makeTable(name)));
       return client;
     },
-    tableService: () => new TableServiceClient(settings.tableServiceUri, credential),
+    tableService: makeTableService,
     queue(name) {
       let client = queues.get(name);
-      if (!client) {
-        client = queueService.getQueueClient(name);
-        queues.set(name, client);
-      }
+      if (!client) queues.set(name, (client = queueService.getQueueClient(name)));
       return client;
     },
     queueService: () => queueService,

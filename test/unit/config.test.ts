@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from '../../shared/config';
 import { parseTimeSpan, readHostSettings } from '../../shared/local/hostJson';
 import { compileRoute } from '../../shared/local/routes';
 import { decodeMessage, encodeMessage } from '../../shared/queue/encoding';
+import { storageFromIdentity } from '../../shared/store/connection';
 import { join } from 'node:path';
 
 describe('app settings', () => {
@@ -93,5 +94,31 @@ describe('queue message encoding', () => {
   });
   it('passes plain base64 text through as a string', () => {
     expect(decodeMessage(Buffer.from('hello').toString('base64'))).toEqual({ ok: true, value: 'hello' });
+  });
+});
+
+describe('identity-based storage', () => {
+  it.each<[Record<string, string>, unknown]>([
+    [{ AzureWebJobsStorage__accountName: 'stfailover1' }, { queueServiceUri: 'https://stfailover1.queue.core.windows.net', tableServiceUri: 'https://stfailover1.table.core.windows.net' }],
+    [
+      { AzureWebJobsStorage__queueServiceUri: 'https://q.example/', AzureWebJobsStorage__tableServiceUri: 'https://t.example/', AzureWebJobsStorage__clientId: 'abc', AzureWebJobsStorage__credential: 'managedidentity' },
+      { queueServiceUri: 'https://q.example/', tableServiceUri: 'https://t.example/', clientId: 'abc' },
+    ],
+    [{ AzureWebJobsStorage__queueServiceUri: 'https://q.example/' }, undefined],
+    [{ AzureWebJobsStorage__accountName: '' }, undefined],
+  ])('reads %j', (env, expected) => {
+    expect(loadConfig(env).identityStorage).toEqual(expected);
+  });
+  it('refuses a bad account name or credential, naming the setting', () => {
+    expect(() => loadConfig({ AzureWebJobsStorage__accountName: 'Not_An_Account' })).toThrow('AzureWebJobsStorage__accountName: must be a storage account name');
+    expect(() => loadConfig({ AzureWebJobsStorage__credential: 'secret' })).toThrow('AzureWebJobsStorage__credential: must be managedidentity');
+  });
+  it('builds clients on the service URIs with the credential, no key', () => {
+    const credential = { getToken: async () => ({ token: 't', expiresOnTimestamp: Date.now() + 60_000 }) };
+    const storage = storageFromIdentity({ queueServiceUri: 'https://acc.queue.core.windows.net', tableServiceUri: 'https://acc.table.core.windows.net' }, credential);
+    expect(storage.queue('evictions').url).toBe('https://acc.queue.core.windows.net/evictions');
+    expect(storage.queue('evictions')).toBe(storage.queue('evictions'));
+    expect(storage.table('ledger').url).toBe('https://acc.table.core.windows.net');
+    expect(storage.table('ledger').tableName).toBe('ledger');
   });
 });
