@@ -1,6 +1,7 @@
 /**
- * Run as a child process by test/e2e/appInsights.test.ts: the app's telemetry setup with an Application
- * Insights connection string, one producer → consumer hop as the queues make it, then a flush.
+ * Run as a child process by test/e2e/exporters.test.ts: the app's telemetry setup as the environment
+ * chooses it (Application Insights or OTLP), twenty producer → consumer hops as the queues make them,
+ * a metric, then a flush. Prints the exporter chosen.
  */
 import { startTelemetry, shutdownTelemetry } from '../../shared/telemetry/setup';
 import { currentTraceCarrier, inSpan, SpanKind } from '../../shared/telemetry/tracing';

@@ -1,5 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -45,17 +46,10 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-it('exports every trace (no sampling) and the metrics to Application Insights when its connection string is set', async () => {
-  const port = (server.address() as AddressInfo).port;
-  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'helpers', 'appInsightsProbe.ts')], {
-    env: {
-      ...process.env,
-      APPLICATIONINSIGHTS_CONNECTION_STRING: `InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://127.0.0.1:${port}/`,
-      OTEL_EXPORTER_OTLP_ENDPOINT: '',
-      // The stand-in's certificate is self-signed.
-      NODE_TLS_REJECT_UNAUTHORIZED: '0',
-      APPLICATIONINSIGHTS_STATSBEAT_DISABLED: 'true',
-    },
+/** Runs test/helpers/telemetryProbe.ts with these settings; returns what it printed. */
+async function runProbe(env: Record<string, string>): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, '..', 'helpers', 'telemetryProbe.ts')], {
+    env: { ...process.env, APPLICATIONINSIGHTS_CONNECTION_STRING: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -63,6 +57,17 @@ it('exports every trace (no sampling) and the metrics to Application Insights wh
   child.stderr.on('data', (c: Buffer) => (out += c.toString()));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   expect(code, out.slice(0, 2000).replace(/[^\x20-\x7e\n]/g, '?')).toBe(0);
+  return out;
+}
+
+it('exports every trace (no sampling) and the metrics to Application Insights when its connection string is set', async () => {
+  const port = (server.address() as AddressInfo).port;
+  const out = await runProbe({
+    APPLICATIONINSIGHTS_CONNECTION_STRING: `InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://127.0.0.1:${port}/`,
+    // The stand-in's certificate is self-signed.
+    NODE_TLS_REJECT_UNAUTHORIZED: '0',
+    APPLICATIONINSIGHTS_STATSBEAT_DISABLED: 'true',
+  });
   expect(out).toContain('{"exporter":"azure-monitor"}');
   expect(bad).toEqual([]);
 
@@ -83,4 +88,34 @@ it('exports every trace (no sampling) and the metrics to Application Insights wh
   expect(planned[0].data.baseData.properties?.['failover.cluster']).toMatch(/^probe-/);
   const metricNames = new Set(envelopes.filter((e) => e.data.baseType === 'MetricData').flatMap((e) => e.data.baseData.metrics?.map((m) => m.name) ?? []));
   expect(metricNames.has('eviction_processing_total')).toBe(true);
+}, 60_000);
+
+it('exports over OTLP/HTTP with protobuf, the default protocol', async () => {
+  const bodies: Array<{ path: string; type: string; body: Buffer }> = [];
+  const collector = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      bodies.push({ path: req.url ?? '', type: String(req.headers['content-type']), body: Buffer.concat(chunks) });
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+  try {
+    const out = await runProbe({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`, OTEL_SERVICE_NAME: 'probe-protobuf' });
+    expect(out).toContain('{"exporter":"otlp"}');
+  } finally {
+    await new Promise<void>((resolve) => collector.close(() => resolve()));
+  }
+  const traces = bodies.filter((b) => b.path === '/v1/traces');
+  const metrics = bodies.filter((b) => b.path === '/v1/metrics');
+  expect(traces.length).toBeGreaterThan(0);
+  expect(metrics.length).toBeGreaterThan(0);
+  expect([...traces, ...metrics].every((b) => b.type === 'application/x-protobuf')).toBe(true);
+  // Protobuf strings are raw UTF-8 on the wire: the span names, the service and the metric are there.
+  const traceBytes = Buffer.concat(traces.map((t) => t.body));
+  for (const name of ['taintManager.plan', 'send evictions', 'process evictions', 'probe-protobuf']) expect(traceBytes.includes(Buffer.from(name)), name).toBe(true);
+  // Not JSON: an ExportTraceServiceRequest starts with field 1 (resource_spans), length-delimited.
+  expect(traces.every((t) => t.body[0] === 0x0a)).toBe(true);
+  expect(Buffer.concat(metrics.map((m) => m.body)).includes(Buffer.from('eviction_processing_total'))).toBe(true);
 }, 60_000);
