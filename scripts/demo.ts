@@ -34,6 +34,7 @@ async function main(): Promise<void> {
   });
   const down = new Set<string>();
   let stop = false;
+  const loops: Array<Promise<void>> = [];
   try {
     console.log(`host ${host.url} (rate ${RATE}/s, secondary ${SECONDARY_RATE}/s, windows ${WINDOW_SECONDS}s)`);
     const apply = async (objects: unknown[]) => {
@@ -56,12 +57,12 @@ async function main(): Promise<void> {
     ]);
 
     // Reporters: every cluster reports its health every second.
-    const reporters = (async () => {
+    loops.push((async () => {
       while (!stop) {
         await Promise.all(CLUSTERS.map((name) => api(host.url, 'POST', `clusters/${name}/status`, { conditions: [{ type: 'Ready', status: down.has(name) ? 'False' : 'True' }] })));
         await sleep(1000);
       }
-    })();
+    })());
 
     // Workloads: 160 Duplicated on two clusters, 60 Divided by weight, 30 that tolerate the failure,
     // 10 that can only run on member1 (no target when it fails: they stay).
@@ -85,7 +86,7 @@ async function main(): Promise<void> {
 
     const list = async (): Promise<Binding[]> => (await api(host.url, 'GET', 'resourcebindings/demo')).body.items;
     // The deployer: a new placement becomes Healthy about a second after it is scheduled (not on a down cluster).
-    const deployer = (async () => {
+    loops.push((async () => {
       while (!stop) {
         for (const b of await list()) {
           if (b.status.schedulerObservedGeneration !== b.metadata.generation) continue;
@@ -98,7 +99,7 @@ async function main(): Promise<void> {
         }
         await sleep(1000);
       }
-    })();
+    })());
 
     const snapshot = async () => {
       const [fleet, items, evictions] = await Promise.all([api(host.url, 'GET', 'fleet'), list(), api(host.url, 'GET', 'evictions')]);
@@ -172,7 +173,8 @@ async function main(): Promise<void> {
     process.exitCode = problems.length === 0 ? 0 : 1;
   } finally {
     stop = true;
-    await sleep(1200);
+    // The simulated reporters and deployer finish their round before the host goes.
+    await Promise.allSettled(loops);
     await host.stop();
   }
 }
