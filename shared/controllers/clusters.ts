@@ -98,7 +98,8 @@ export async function reportClusterStatus(
     observedAt = new Date(Math.min(observed.getTime(), received.getTime())).toISOString();
   }
   let transitioned: string[] = [];
-  const applyReport = (current: ClusterRecord | undefined, now: Date): ClusterUpdate<undefined> | { unchanged: undefined } => {
+  // What the report means for `current`, without changing it (the cache below checks against a shared copy).
+  const assess = (current: ClusterRecord | undefined, now: Date): { coalesced: true } | { merged: ReturnType<typeof mergeConditions> } => {
     if (!current && (options.registerUnknown === false || !plane.config.autoRegisterClusters)) {
       throw notFound(`cluster "${name}" is not registered; apply a Cluster first (AUTO_REGISTER_CLUSTERS is false)`);
     }
@@ -109,13 +110,19 @@ export async function reportClusterStatus(
     if (current?.lastObservedAt && observedAt < current.lastObservedAt) {
       throw new ApiError(409, `report observed at ${observedAt} is older than the newest report already applied (${current.lastObservedAt}); nothing changed`);
     }
-    const record = current ?? newClusterRecord(name, now, 'report');
-    const merged = mergeConditions(record.conditions, report.conditions, observedAt);
-    transitioned = merged.transitioned;
+    const merged = mergeConditions(current?.conditions ?? [], report.conditions, observedAt);
     const onlyHeartbeat = current && JSON.stringify(merged.conditions) === JSON.stringify(current.conditions);
     if (onlyHeartbeat && current.lastReportAt && now.getTime() - Date.parse(current.lastReportAt) < HEARTBEAT_COALESCE_SECONDS * 1000) {
-      return { unchanged: undefined };
+      return { coalesced: true };
     }
+    return { merged };
+  };
+  const applyReport = (current: ClusterRecord | undefined, now: Date): ClusterUpdate<undefined> | { unchanged: undefined } => {
+    const verdict = assess(current, now);
+    if ('coalesced' in verdict) return { unchanged: undefined };
+    const { merged } = verdict;
+    transitioned = merged.transitioned;
+    const record = current ?? newClusterRecord(name, now, 'report');
     record.conditions = merged.conditions;
     record.lastReportAt = now.toISOString();
     record.lastObservedAt = observedAt;
@@ -137,7 +144,7 @@ export async function reportClusterStatus(
   // A heartbeat that changes nothing, checked against what this process stored or read within the last
   // second, costs no storage request at all. Anything else is decided again on a fresh read.
   const recent = recentReports.get(plane)?.get(name);
-  if (recent && Date.now() - recent.at < RECENT_MS && 'unchanged' in applyReport(structuredClone(recent.record), plane.clock.now())) {
+  if (recent && Date.now() - recent.at < RECENT_MS && 'coalesced' in assess(recent.record, plane.clock.now())) {
     return { record: recent.record, etag: recent.etag, transitioned: [] };
   }
   const outcome = await updateCluster(plane, name, applyReport);
