@@ -51,20 +51,28 @@ export interface StatusOutcome {
  */
 export async function reportWorkloadStatus(plane: ControlPlane, key: string, report: BindingStatusReport): Promise<StatusOutcome> {
   let events: EventRecord[] = [];
+  let queueCheckAt: string | undefined;
   const { result: found, record } = await writeBinding<boolean>(plane, key, (current, now) => {
     events = [];
+    queueCheckAt = undefined;
     if (!current) return keep(false);
     const placedOn = (current.spec.clusters ?? []).map((c) => c.name);
-    const before = current.status.aggregatedStatus ?? [];
-    const items = mergeWorkloadStatus(before, report.aggregatedStatus, placedOn, now);
-    const behavior = current.spec.failover?.application;
-    if (behavior) events = stretchEvents(current, before, items, behavior, now);
-    if (JSON.stringify(items) === JSON.stringify(before)) return keep(true);
+    const before = JSON.stringify(current.status);
+    const previousItems = current.status.aggregatedStatus ?? [];
+    const items = mergeWorkloadStatus(previousItems, report.aggregatedStatus, placedOn, now);
     current.status.aggregatedStatus = items;
+    const behavior = current.spec.failover?.application;
+    if (behavior) {
+      events = stretchEvents(current, previousItems, items, behavior, now);
+      queueCheckAt = recordNextCheck(current, assessApplicationHealth(items, placedOn, behavior, now).nextCheckAt);
+    }
+    if (JSON.stringify(current.status) === before) return keep(true);
     return write(current, true);
   });
   if (!found) return { found: false, evicted: [] };
   if (events.length > 0) await plane.events.append(events);
+  // The deadline check is queued once, when the deadline first appears (record stored it above).
+  if (record && queueCheckAt) await scheduleApplicationCheck(plane, key, new Date(queueCheckAt));
   const latest = record ?? (await plane.bindings.get(key))?.value;
   const behavior = latest?.spec.failover?.application;
   if (!latest || !behavior) return { found: true, record: latest, evicted: [] };
@@ -77,10 +85,19 @@ export async function reportWorkloadStatus(plane: ControlPlane, key: string, rep
     const outcome = await checkApplicationFailover(plane, key);
     return { found: true, record: outcome.record ?? latest, evicted: outcome.evicted };
   }
-  // A stretch that began with this report gets its deadline check now; later reports of the same
-  // stretch need none (the deadline does not move).
-  if (assessment.nextCheckAt && events.some((e) => e.reason === 'WorkloadUnhealthy')) await scheduleApplicationCheck(plane, key, assessment.nextCheckAt);
   return { found: true, record: latest, evicted: [] };
+}
+
+/**
+ * Records the next check in the binding's status (in the caller's write) and returns it when it is new,
+ * so that its message is queued once per deadline however many reports or checks see it.
+ */
+function recordNextCheck(current: BindingRecord, nextCheckAt: Date | undefined): string | undefined {
+  const at = nextCheckAt?.toISOString();
+  if (at === current.status.applicationFailoverCheckAt) return undefined;
+  if (at) current.status.applicationFailoverCheckAt = at;
+  else delete current.status.applicationFailoverCheckAt;
+  return at;
 }
 
 function stretchEvents(record: BindingRecord, before: readonly WorkloadStatusItem[], after: readonly WorkloadStatusItem[], behavior: ApplicationFailover, now: Date): EventRecord[] {
@@ -125,7 +142,7 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
   let events: EventRecord[] = [];
   let evicted: string[] = [];
   let held: CheckOutcome['held'] = [];
-  let nextCheckAt: Date | undefined;
+  let queueCheckAt: string | undefined;
   const { record } = await writeBinding<null>(
     plane,
     key,
@@ -133,7 +150,7 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
       events = [];
       evicted = [];
       held = [];
-      nextCheckAt = undefined;
+      queueCheckAt = undefined;
       const behavior = current?.spec.failover?.application;
       if (!current || !behavior) return keep(null);
       const before = JSON.stringify(current);
@@ -177,7 +194,7 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
         } else delete item.failoverHeld;
       }
       held = [...holds].map(([cluster, why]) => ({ cluster, why }));
-      if (deadlines.length > 0) nextCheckAt = new Date(Math.min(...deadlines));
+      queueCheckAt = recordNextCheck(current, deadlines.length > 0 ? new Date(Math.min(...deadlines)) : undefined);
       return JSON.stringify(current) === before ? keep(null) : write(current, null);
     },
     { current: entry },
@@ -187,7 +204,7 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
     await plane.scheduler.send({ binding: key });
     plane.log.info('application failover', { binding: key, clusters: evicted });
   }
-  if (nextCheckAt) await scheduleApplicationCheck(plane, key, nextCheckAt);
+  if (record && queueCheckAt) await scheduleApplicationCheck(plane, key, new Date(queueCheckAt));
   return { evicted, held, record };
 }
 
@@ -244,11 +261,12 @@ export async function applicationFailoverResync(plane: ControlPlane): Promise<nu
   const now = plane.clock.now();
   for (const { id, value } of await plane.bindings.list()) {
     const behavior = value.spec.failover?.application;
-    const placed = new Set((value.spec.clusters ?? []).map((c) => c.name));
-    const running = behavior && (value.status.aggregatedStatus ?? []).some((item) => placed.has(item.clusterName) && item.unhealthySince);
+    // Only what is due now (a lost deadline message, a resumed pause, a fleet that changed): a future
+    // deadline already has its message.
+    const due = behavior && assessApplicationHealth(value.status.aggregatedStatus ?? [], (value.spec.clusters ?? []).map((c) => c.name), behavior, now).evict.length > 0;
     const history = value.spec.activeEvictionHistory ?? [];
     const expired = history.length > 0 && activeBlocks(history, behavior?.blockPredecessorSeconds ?? DEFAULT_BLOCK_SECONDS, now).keep.length < history.length;
-    if (running) evicted += (await checkApplicationFailover(plane, id)).evicted.length;
+    if (due) evicted += (await checkApplicationFailover(plane, id)).evicted.length;
     else if (expired) await pruneHistory(plane, id);
   }
   return evicted;

@@ -152,6 +152,8 @@ export interface BindingStatus {
   conditions?: Array<{ type: string; status: string; reason?: string; message?: string; lastTransitionTime: string }>;
   /** Per cluster: the reported health plus what application failover keeps (first collected, settled, stretch). */
   aggregatedStatus?: WorkloadStatusItem[];
+  /** The application failover check already queued (one message per deadline, however often it is reported). */
+  applicationFailoverCheckAt?: string;
 }
 
 export function bindingResource(record: BindingRecord, etag?: string) {
