@@ -167,18 +167,17 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
           continue;
         }
         const blocked = new Set((current.spec.activeEvictionHistory ?? []).map((h) => h.clusterName));
-        const check = preScheduleCheck({
+        const verdict = preScheduleCheck({
           placement: current.spec.placement,
           placedOn: (current.spec.clusters ?? []).map((c) => c.name),
           evictFrom: due.cluster,
           clusters: clusters.filter((c) => !blocked.has(c.name)),
         });
-        if (!check.ok) {
+        if (!verdict.ok) {
           const blockedNote = blocked.size > 0 ? ` (blocked by the eviction history: ${[...blocked].sort().join(', ')})` : '';
-          holds.set(due.cluster, `nowhere to go: ${check.reason}${blockedNote}`);
+          holds.set(due.cluster, `nowhere to go: ${verdict.reason}${blockedNote}`);
           // A block ending may give it somewhere to go.
-          const expiry = activeBlocks(current.spec.activeEvictionHistory ?? [], behavior.blockPredecessorSeconds, now).nextExpiry;
-          if (expiry) deadlines.push(expiry.getTime());
+          if (history.nextExpiry) deadlines.push(history.nextExpiry.getTime());
           continue;
         }
         events.push(evictForApplicationFailure(current, due.cluster, due.unhealthySince, behavior, now));
