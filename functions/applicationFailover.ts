@@ -1,11 +1,11 @@
-import { tracedQueueHandler } from '../shared/telemetry/triggers';
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { z } from 'zod';
-import { sleep } from '../shared/clock';
+import { awaitDeadline } from '../shared/queue/deadline';
 import { applicationFailoverResync, checkApplicationFailover, CHECK_LEAD_SECONDS, scheduleApplicationCheck } from '../shared/controllers/applicationFailover';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
 import { controlPlane } from '../shared/runtime';
+import { tracedQueueHandler } from '../shared/telemetry/triggers';
 
 const checkMessage = z.object({ binding: z.string().min(1).max(400), dueAt: z.iso.datetime({ offset: true }).optional() });
 
@@ -18,13 +18,7 @@ export async function applicationFailoverCheck(message: unknown, ctx: Invocation
   const parsed = parseQueueMessage(checkMessage, message, ctx, 'application failover check');
   if (!parsed) return;
   const plane = controlPlane();
-  if (parsed.dueAt) {
-    const dueAt = new Date(parsed.dueAt);
-    const wait = dueAt.getTime() - plane.clock.now().getTime();
-    // Storage queues delay at most 7 days: a later deadline is re-queued on the way.
-    if (wait > (CHECK_LEAD_SECONDS + 3) * 1000) return scheduleApplicationCheck(plane, parsed.binding, dueAt);
-    if (wait > 0) await sleep(wait);
-  }
+  if (!(await awaitDeadline(plane.clock, parsed.dueAt, CHECK_LEAD_SECONDS, (due) => scheduleApplicationCheck(plane, parsed.binding, due)))) return;
   await checkApplicationFailover(plane, parsed.binding);
 }
 

@@ -1,4 +1,3 @@
-import { tracedQueueHandler } from '../shared/telemetry/triggers';
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { z } from 'zod';
 import type { EvictionMessage } from '../shared/controllers/deps';
@@ -8,6 +7,7 @@ import { runPacer } from '../shared/controllers/pacer';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
 import { controlPlane } from '../shared/runtime';
+import { tracedQueueHandler } from '../shared/telemetry/triggers';
 
 /** Every second: hands out send slots at the fleet-health rate and queues the due evictions. */
 export async function evictionPacer(_timer: Timer, _ctx: InvocationContext): Promise<void> {

@@ -1,10 +1,10 @@
-import { tracedQueueHandler } from '../shared/telemetry/triggers';
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { z } from 'zod';
 import { scheduleAll, scheduleBinding } from '../shared/controllers/scheduler';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
 import { controlPlane } from '../shared/runtime';
+import { tracedQueueHandler } from '../shared/telemetry/triggers';
 
 const schedulerMessage = z.object({ binding: z.string().min(1).max(400) });
 

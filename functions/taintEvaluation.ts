@@ -1,11 +1,11 @@
-import { tracedQueueHandler } from '../shared/telemetry/triggers';
 import { app, InvocationContext } from '@azure/functions';
 import { z } from 'zod';
-import { sleep } from '../shared/clock';
+import { awaitDeadline } from '../shared/queue/deadline';
 import { EVALUATION_LEAD_SECONDS, evaluateCluster, scheduleEvaluation } from '../shared/controllers/taintController';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
 import { controlPlane } from '../shared/runtime';
+import { tracedQueueHandler } from '../shared/telemetry/triggers';
 
 const evaluationMessage = z.object({
   cluster: z.string().min(1).max(63),
@@ -22,15 +22,7 @@ export async function taintEvaluation(message: unknown, ctx: InvocationContext):
   const parsed = parseQueueMessage(evaluationMessage, message, ctx, 'taint evaluation');
   if (!parsed) return;
   const plane = controlPlane();
-  if (parsed.dueAt) {
-    const dueAt = new Date(parsed.dueAt);
-    const wait = dueAt.getTime() - plane.clock.now().getTime();
-    if (wait > (EVALUATION_LEAD_SECONDS + 3) * 1000) {
-      await scheduleEvaluation(plane, parsed.cluster, dueAt);
-      return;
-    }
-    if (wait > 0) await sleep(wait);
-  }
+  if (!(await awaitDeadline(plane.clock, parsed.dueAt, EVALUATION_LEAD_SECONDS, (due) => scheduleEvaluation(plane, parsed.cluster, due)))) return;
   await evaluateCluster(plane, parsed.cluster);
 }
 

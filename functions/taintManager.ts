@@ -1,10 +1,10 @@
-import { tracedQueueHandler } from '../shared/telemetry/triggers';
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { z } from 'zod';
 import { manageCluster, resyncTaintManager, retryBlocked } from '../shared/controllers/taintManager';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
 import { controlPlane } from '../shared/runtime';
+import { tracedQueueHandler } from '../shared/telemetry/triggers';
 
 const managerMessage = z.object({ cluster: z.string().min(1).max(63), reason: z.enum(['taints-changed', 'binding-changed', 'resync']) });
 
