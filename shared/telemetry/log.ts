@@ -22,7 +22,7 @@ function flushLines(): void {
 }
 process.on('exit', flushLines);
 
-export function bufferedStdout(line: string): void {
+function bufferedStdout(line: string): void {
   if (pendingLines.push(line) === 1) setImmediate(flushLines);
 }
 

@@ -52,7 +52,7 @@ export interface SpanOptions {
 
 /** Runs `fn` in a new active span; an exception marks the span as an error and is rethrown. */
 export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
-  const parent = options.parent === undefined ? context.active() : isContext(options.parent) ? options.parent : contextOf(options.parent);
+  const parent = parentOf(options);
   return tracer().startActiveSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) }, parent, async (span) => {
     try {
       return await fn(span);
@@ -71,7 +71,7 @@ export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: S
  * did something (a sweep over thousands of bindings must not emit a span per binding every tick).
  */
 export function recordSpan(name: string, options: SpanOptions & { startTime: number }): void {
-  const parent = options.parent === undefined ? context.active() : isContext(options.parent) ? options.parent : contextOf(options.parent);
+  const parent = parentOf(options);
   tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, startTime: options.startTime, ...(options.attributes ? { attributes: options.attributes } : {}) }, parent).end();
 }
 
@@ -87,5 +87,8 @@ export function traceIds(): { traceId?: string; spanId?: string } {
 }
 
 const isContext = (value: TraceCarrier | Context): value is Context => typeof (value as Context).getValue === 'function';
+
+/** The active context, or the one the options name (a context, or a message's or row's carrier). */
+const parentOf = (options: SpanOptions): Context => (options.parent === undefined ? context.active() : isContext(options.parent) ? options.parent : contextOf(options.parent));
 
 export { SpanKind };
