@@ -3,7 +3,7 @@ import { badRequest } from '../shared/api/errors';
 import { bodyFormat, bodyText, decodeSingle, parseDocuments, readBodyBytes } from '../shared/api/decode';
 import { clusterName, statusReportSchema } from '../shared/api/resources';
 import { reportClusterStatus } from '../shared/controllers/clusters';
-import { clusterResource } from '../shared/controllers/records';
+import { clusterResource } from '../shared/controllers/views';
 import { verifyClusterReport } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { controlPlane } from '../shared/runtime';

@@ -1,7 +1,6 @@
 import { app } from '@azure/functions';
 import { notFound } from '../shared/api/errors';
-import { deleteTaintPolicy } from '../shared/controllers/policies';
-import { policyResource } from '../shared/controllers/records';
+import { deleteTaintPolicy, getTaintPolicy, listTaintPolicies } from '../shared/controllers/taintPolicies';
 import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { controlPlane } from '../shared/runtime';
@@ -12,9 +11,7 @@ export const clusterTaintPolicies = httpFunction(async (req) => {
   const name = req.params.name;
   if (!name) {
     allowMethods(req, ['GET']);
-    const items = (await plane.policies.list()).map((entry) => policyResource(entry.value, entry.etag));
-    items.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
-    return json(200, { apiVersion: 'policy.karmada.io/v1alpha1', kind: 'ClusterTaintPolicyList', items });
+    return json(200, { apiVersion: 'policy.karmada.io/v1alpha1', kind: 'ClusterTaintPolicyList', items: await listTaintPolicies(plane) });
   }
   allowMethods(req, ['GET', 'DELETE']);
   if (req.method.toUpperCase() === 'DELETE') {
@@ -22,9 +19,9 @@ export const clusterTaintPolicies = httpFunction(async (req) => {
     if (!(await deleteTaintPolicy(plane, name))) throw notFound(`ClusterTaintPolicy "${name}" not found`);
     return json(200, { kind: 'ClusterTaintPolicy', name, action: 'deleted' });
   }
-  const entry = await plane.policies.get(name);
-  if (!entry) throw notFound(`ClusterTaintPolicy "${name}" not found`);
-  return json(200, policyResource(entry.value, entry.etag));
+  const policy = await getTaintPolicy(plane, name);
+  if (!policy) throw notFound(`ClusterTaintPolicy "${name}" not found`);
+  return json(200, policy);
 });
 
 app.http('clusterTaintPolicies', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clustertaintpolicies/{name?}', handler: clusterTaintPolicies });

@@ -1,23 +1,40 @@
 /**
  * The one list of functions. Azure loads this file (package.json "main") and each import registers its
- * function with `app.*`; the local host loads the same file and runs what was registered.
+ * function with `app.*` (each file is named after the function it registers); the local host loads the
+ * same file and runs what was registered.
  */
 import './telemetry';
+// HTTP: objects and reads
 import './apply';
 import './clusters';
-import './clusterStatus';
 import './clusterTaintPolicies';
-import './events';
-import './health';
-import './clusterMonitor';
-import './taintResync';
-import './taintEvaluation';
-import './bindings';
-import './taintManager';
-import './evictions';
-import './failover';
-import './alertWebhooks';
-import './bindingStatus';
-import './scheduler';
-import './applicationFailover';
+import './resourceBindings';
+import './clusterResourceBindings';
 import './propagationPolicies';
+import './clusterPropagationPolicies';
+import './events';
+import './fleet';
+import './evictionLedger';
+import './failoverSwitch';
+import './healthz';
+// HTTP: health and workload reports
+import './clusterStatus';
+import './alertmanagerWebhook';
+import './azureMonitorWebhook';
+import './bindingStatus';
+import './evictionTasks';
+// taints
+import './clusterMonitor';
+import './taintEvaluation';
+import './taintResync';
+// cluster failover
+import './taintManager';
+import './taintManagerResync';
+import './evictionPacer';
+import './evictionWorker';
+import './scheduler';
+import './schedulerResync';
+import './gracefulEvictionSweep';
+// application failover
+import './applicationFailoverCheck';
+import './applicationFailoverResync';

@@ -1,17 +1,11 @@
 import { app, InvocationContext } from '@azure/functions';
-import { z } from 'zod';
 import { awaitDeadline } from '../shared/queue/deadline';
-import { EVALUATION_LEAD_SECONDS, evaluateCluster, scheduleEvaluation } from '../shared/controllers/taintController';
+import { taintEvaluationMessage } from '../shared/controllers/ports';
+import { evaluateCluster, EVALUATION_LEAD_SECONDS, scheduleEvaluation } from '../shared/controllers/taintEvaluation';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
 import { controlPlane } from '../shared/runtime';
 import { tracedQueueHandler } from '../shared/telemetry/triggers';
-
-const evaluationMessage = z.object({
-  cluster: z.string().min(1).max(63),
-  reason: z.enum(['deadline', 'policy-changed', 'resync']),
-  dueAt: z.iso.datetime({ offset: true }).optional(),
-});
 
 /**
  * Re-evaluates one cluster's taints: immediately after a policy change, or at a window's deadline. The
@@ -19,7 +13,7 @@ const evaluationMessage = z.object({
  * within a few milliseconds of it. Idempotent: evaluation is a function of stored state and time.
  */
 export async function taintEvaluation(message: unknown, ctx: InvocationContext): Promise<void> {
-  const parsed = parseQueueMessage(evaluationMessage, message, ctx, 'taint evaluation');
+  const parsed = parseQueueMessage(taintEvaluationMessage, message, ctx, 'taint evaluation');
   if (!parsed) return;
   const plane = controlPlane();
   if (!(await awaitDeadline(plane.clock, parsed.dueAt, EVALUATION_LEAD_SECONDS, (due) => scheduleEvaluation(plane, parsed.cluster, due)))) return;

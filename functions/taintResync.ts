@@ -1,5 +1,5 @@
 import { app, InvocationContext, Timer } from '@azure/functions';
-import { resyncAllClusters } from '../shared/controllers/taintController';
+import { resyncAllClusters } from '../shared/controllers/taintEvaluation';
 import { controlPlane } from '../shared/runtime';
 
 /** Every minute: the safety net behind deadline messages; re-evaluates every cluster's taints. */

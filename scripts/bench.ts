@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sleep } from '../shared/clock';
 import { loadConfig } from '../shared/config';
 import { applyCluster } from '../shared/controllers/clusters';
 import { manageCluster } from '../shared/controllers/taintManager';
@@ -109,7 +110,6 @@ async function taintLatency(runs: number, windowSeconds: number, parallel: numbe
 }
 
 const origin = (endpoint: string) => new URL(endpoint).origin;
-const sleepMs = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * One failed cluster in a 12-cluster fleet with `count + 1` bindings, evicted at `rate` by `hosts` local hosts
@@ -135,10 +135,10 @@ async function evictionRun(hosts: number, rate: number, count: number) {
     // index writes per binding that belong to scheduling, not to eviction).
     await applyObjects(running[0].url, Array.from({ length: count + 1 }, (_, i) => binding(`b${i}`, ['m1', 'm2'], { placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } } })));
     // Background cost (timers, polling) of these hosts, per second, measured idle.
-    await sleepMs(2000);
+    await sleep(2000);
     const idleStart = ops();
     const idleFrom = performance.now();
-    await sleepMs(6000);
+    await sleep(6000);
     const idlePerSecond = (ops() - idleStart) / ((performance.now() - idleFrom) / 1000);
     tableProxy.reset();
     queueProxy.reset();
@@ -152,7 +152,7 @@ async function evictionRun(hosts: number, rate: number, count: number) {
         break;
       }
       if (performance.now() - started > 10 * 60_000) throw new Error('evictions did not finish');
-      await sleepMs(500);
+      await sleep(500);
     }
     const seconds = (performance.now() - started) / 1000;
     const total = ops();
@@ -178,7 +178,7 @@ async function haltedRun(seconds: number) {
   try {
     await applyObjects(host.url, Array.from({ length: 10 }, (_, i) => cluster(`h${i + 1}`, i < 7)));
     await applyObjects(host.url, Array.from({ length: 20 }, (_, i) => binding(`w${i}`, ['h1', 'h9'])));
-    await sleepMs(seconds * 1000);
+    await sleep(seconds * 1000);
     const fleet = (await api(host.url, 'GET', 'fleet')).body;
     const done = (await api(host.url, 'GET', 'evictions?state=done')).body.items.length;
     return { seconds, tier: fleet.tier, pending: fleet.pending, evicted: done };
@@ -286,10 +286,10 @@ async function applicationFailoverDelay(runs: number, tolerationSeconds: number)
           beyond.push(Date.parse(history[0].creationTimestamp) - since - tolerationSeconds * 1000);
           return;
         }
-        await sleepMs(20);
+        await sleep(20);
       }
     };
-    await Promise.all(Array.from({ length: runs }, (_, i) => sleepMs(i * 300).then(() => one(i))));
+    await Promise.all(Array.from({ length: runs }, (_, i) => sleep(i * 300).then(() => one(i))));
     return { tolerationSeconds, beyondToleration: summary(beyond) };
   } finally {
     await host.stop();

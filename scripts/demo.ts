@@ -8,6 +8,7 @@
  * drops to the secondary tier), recovers everything, prints a summary and exits 0 only if the fleet ends
  * consistent.
  */
+import { sleep } from '../shared/clock';
 import { api, HostProcess, startHostProcess } from '../test/helpers/hostProcess';
 
 const RATE = 20;
@@ -15,7 +16,6 @@ const SECONDARY_RATE = 5;
 const WINDOW_SECONDS = 2;
 const CLUSTERS = Array.from({ length: 12 }, (_, i) => `member${i + 1}`);
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const clock = (start: number) => `${((Date.now() - start) / 1000).toFixed(1).padStart(5)}s`;
 
 interface Binding {

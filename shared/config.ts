@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { RateSettings } from './failover/evictionDecision';
 import { EVICTION_PLUGINS, EvictionPlugin } from './failover/gracefulEviction';
+import { isLogLevel, LOG_LEVELS, LogLevel } from './telemetry/log';
 
 /**
  * Every app setting the code reads, with its default. The README's configuration table mirrors this list;
@@ -152,6 +153,16 @@ export const settingsSchema = telemetrySettingsSchema.extend({
       return z.NEVER;
     }),
   AZURE_MONITOR_CLUSTER_MAP: jsonStringMap('must be a JSON object of Azure resource ID to cluster name', undefined, (id) => id.toLowerCase()),
+  // The least severe JSON log line written (shared/telemetry/log.ts reads the same variable).
+  LOG_LEVEL: z
+    .string()
+    .optional()
+    .transform((value, ctx): LogLevel => {
+      const level = (value ?? '').trim().toLowerCase() || 'info';
+      if (isLogLevel(level)) return level;
+      ctx.addIssue({ code: 'custom', message: `must be one of ${LOG_LEVELS.join(', ')}, got "${value}"` });
+      return z.NEVER;
+    }),
 });
 
 /** How to reach the storage account: a connection string (local, Azurite) or an identity (Azure). */
@@ -179,6 +190,8 @@ export interface AppConfig {
   gracefulEvictionTimeoutSeconds?: number;
   /** Graceful-eviction plugins; any one passing clears a task. */
   evictionPlugins: EvictionPlugin[];
+  /** The least severe log line written. */
+  logLevel: LogLevel;
 }
 
 export interface AlertSettings {
@@ -236,6 +249,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     },
     gracefulEvictionTimeoutSeconds: s.GRACEFUL_EVICTION_TIMEOUT_SECONDS,
     evictionPlugins: s.EVICTION_PLUGINS,
+    logLevel: s.LOG_LEVEL,
     alerts: {
       alertmanager: { clusterLabel: s.ALERTMANAGER_CLUSTER_LABEL, conditionLabel: s.ALERTMANAGER_CONDITION_LABEL, statusLabel: s.ALERTMANAGER_STATUS_LABEL },
       azureMonitorClusterMap: s.AZURE_MONITOR_CLUSTER_MAP,

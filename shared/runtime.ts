@@ -1,7 +1,6 @@
 import { systemClock } from './clock';
 import { AppConfig, loadConfig } from './config';
-import type { ControlPlane, EvictionMessage, SchedulerMessage, TaintEvaluationMessage, TaintManagerMessage } from './controllers/deps';
-import type { ApplicationFailoverMessage } from './controllers/applicationFailover';
+import type { ApplicationFailoverMessage, ControlPlane, EvictionMessage, SchedulerMessage, TaintEvaluationMessage, TaintManagerMessage } from './controllers/ports';
 import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord } from './controllers/records';
 import { TableLedger } from './store/ledgerTable';
 import { FailoverMetrics } from './telemetry/metrics';

@@ -1,7 +1,10 @@
 import { ApiError } from '../api/errors';
 import type { AlertBatch } from '../failover/alertMapping';
 import { reportClusterStatus } from './clusters';
-import type { ControlPlane } from './deps';
+import type { ControlPlane } from './ports';
+
+/** The annotation (resource IDs hold "/", which label values may not) that maps an Azure resource to a cluster. */
+export const AZURE_RESOURCE_ANNOTATION = 'failover.io/azure-resource-id';
 
 export interface AlertOutcome {
   applied: Array<{ cluster: string; conditions: string[]; transitioned: string[] }>;
@@ -30,4 +33,17 @@ export async function applyAlertBatch(plane: ControlPlane, batch: AlertBatch): P
     plane.log.warn('alerts not applied', { unknownClusters: outcome.unknownClusters, unmatched: outcome.unmatched.length });
   }
   return outcome;
+}
+
+/**
+ * Which cluster an Azure resource ID (an AKS cluster, say) is: AZURE_MONITOR_CLUSTER_MAP first, then the
+ * clusters' `failover.io/azure-resource-id` annotation; both compared case-insensitively, as Azure does.
+ */
+export async function azureResourceClusters(plane: ControlPlane): Promise<(resourceId: string) => string | undefined> {
+  const byAnnotation = new Map<string, string>();
+  for (const { value } of await plane.clusters.list()) {
+    const id = value.annotations[AZURE_RESOURCE_ANNOTATION];
+    if (id) byAnnotation.set(id.toLowerCase(), value.name);
+  }
+  return (resourceId) => plane.config.alerts.azureMonitorClusterMap[resourceId.toLowerCase()] ?? byAnnotation.get(resourceId.toLowerCase());
 }

@@ -1,14 +1,15 @@
-import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
-import type { ApplicationFailover, BindingStatusReport, GracefulEvictionTask } from '../api/resources';
-import { activeBlocks, assessApplicationHealth, blockedUntil, mergeWorkloadStatus, WorkloadStatusItem } from '../failover/applicationFailover';
+import type { ApplicationFailover, BindingStatusReport } from '../api/resources';
+import { activeBlocks, assessApplicationHealth, blockedUntil, DEFAULT_BLOCK_SECONDS, mergeWorkloadStatus, WorkloadStatusItem } from '../failover/applicationFailover';
+import { evictFromPlacement } from '../failover/placementEviction';
 import { preScheduleCheck } from '../failover/precheck';
 import { keep, write } from '../store/optimistic';
 import type { EventRecord } from '../store/ports';
-import { displayName, writeBinding } from './bindings';
-import type { ControlPlane } from './deps';
-import { fleetClusters } from './fleet';
-import { recentPacerState } from './pacer';
+import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
+import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
+import { writeBinding } from './state/bindingWrites';
+import { bindingEvent } from './state/events';
+import { fleetClusters, recentPacerState } from './state/reads';
 
 /**
  * Application failover (seed 003) around the pure decisions: the workload status report folds into the
@@ -18,21 +19,10 @@ import type { BindingRecord } from './records';
  * switch, the eviction history and the pre-scheduling check.
  */
 
-/** A binding whose application failover should be checked, now or at `dueAt`. */
-export interface ApplicationFailoverMessage {
-  binding: string;
-  dueAt?: string;
-}
-
 /** Seconds before a deadline at which its check message becomes visible (as for taint windows). */
 export const CHECK_LEAD_SECONDS = 2;
-export const DEFAULT_BLOCK_SECONDS = 600;
 
 const seconds = (ms: number) => Math.round(ms / 100) / 10;
-
-function bindingEvent(record: BindingRecord, now: Date, type: EventRecord['type'], reason: string, message: string, details: Record<string, unknown>): EventRecord {
-  return { time: now.toISOString(), kind: record.kind, name: displayName(record), type, reason, message, details };
-}
 
 export async function scheduleApplicationCheck(plane: ControlPlane, binding: string, dueAt: Date): Promise<void> {
   const delay = (dueAt.getTime() - plane.clock.now().getTime()) / 1000 - CHECK_LEAD_SECONDS;
@@ -106,10 +96,10 @@ function stretchEvents(record: BindingRecord, before: readonly WorkloadStatusIte
     const previous = before.find((b) => b.clusterName === item.clusterName);
     if (item.unhealthySince && !previous?.unhealthySince) {
       const deadline = new Date(Date.parse(item.unhealthySince) + behavior.decisionConditions.tolerationSeconds * 1000);
-      events.push(bindingEvent(record, now, 'Warning', 'WorkloadUnhealthy', `Unhealthy on ${item.clusterName}: fails over at ${deadline.toISOString()} (tolerationSeconds ${behavior.decisionConditions.tolerationSeconds}) unless it becomes Healthy first`, { cluster: item.clusterName, unhealthySince: item.unhealthySince, deadline: deadline.toISOString() }));
+      events.push(bindingEvent(record, now, 'WorkloadUnhealthy', `Unhealthy on ${item.clusterName}: fails over at ${deadline.toISOString()} (tolerationSeconds ${behavior.decisionConditions.tolerationSeconds}) unless it becomes Healthy first`, 'Warning', { cluster: item.clusterName, unhealthySince: item.unhealthySince, deadline: deadline.toISOString() }));
     } else if (!item.unhealthySince && previous?.unhealthySince && item.health === 'Healthy') {
       const lasted = seconds(now.getTime() - Date.parse(previous.unhealthySince));
-      events.push(bindingEvent(record, now, 'Normal', 'WorkloadRecovered', `Healthy again on ${item.clusterName} after ${lasted}s Unhealthy: nothing moves, the toleration window starts afresh`, { cluster: item.clusterName, unhealthySince: previous.unhealthySince }));
+      events.push(bindingEvent(record, now, 'WorkloadRecovered', `Healthy again on ${item.clusterName} after ${lasted}s Unhealthy: nothing moves, the toleration window starts afresh`, 'Normal', { cluster: item.clusterName, unhealthySince: previous.unhealthySince }));
     }
   }
   return events;
@@ -189,7 +179,7 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
         if (why === item.failoverHeld) continue;
         if (why) {
           item.failoverHeld = why;
-          events.push(bindingEvent(current, now, 'Warning', 'ApplicationFailoverHeld', `Unhealthy on ${item.clusterName} beyond its toleration, but stays: ${why}`, { cluster: item.clusterName, why }));
+          events.push(bindingEvent(current, now, 'ApplicationFailoverHeld', `Unhealthy on ${item.clusterName} beyond its toleration, but stays: ${why}`, 'Warning', { cluster: item.clusterName, why }));
         } else delete item.failoverHeld;
       }
       held = [...holds].map(([cluster, why]) => ({ cluster, why }));
@@ -212,23 +202,21 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
  * an activeEvictionHistory entry, and a fresh status item for whenever it is placed there again.
  */
 function evictForApplicationFailure(current: BindingRecord, cluster: string, unhealthySince: string, behavior: ApplicationFailover, now: Date): EventRecord {
-  const clusters = current.spec.clusters ?? [];
-  const target = clusters.find((c) => c.name === cluster);
-  const replicas = target?.replicas ?? current.spec.replicas ?? 0;
   const lasted = seconds(now.getTime() - Date.parse(unhealthySince));
-  const task: GracefulEvictionTask = {
-    fromCluster: cluster,
-    purgeMode: behavior.purgeMode,
-    ...(replicas > 0 ? { replicas } : {}),
-    reason: 'ApplicationFailure',
-    message: `Unhealthy since ${unhealthySince} (${lasted}s, tolerationSeconds ${behavior.decisionConditions.tolerationSeconds})`,
-    producer: 'ApplicationFailover',
-    ...(behavior.purgeMode === 'Gracefully' ? { gracePeriodSeconds: behavior.gracePeriodSeconds } : {}),
-    ...(behavior.purgeMode === 'Never' ? { suppressDeletion: true } : {}),
-    creationTimestamp: now.toISOString(),
-  };
-  current.spec.clusters = clusters.filter((c) => c.name !== cluster);
-  current.spec.gracefulEvictionTasks = [...(current.spec.gracefulEvictionTasks ?? []).filter((t) => t.fromCluster !== cluster), task];
+  const eviction = evictFromPlacement(
+    current.spec,
+    cluster,
+    {
+      reason: 'ApplicationFailure',
+      producer: 'ApplicationFailover',
+      purgeMode: behavior.purgeMode,
+      gracePeriodSeconds: behavior.gracePeriodSeconds,
+      message: `Unhealthy since ${unhealthySince} (${lasted}s, tolerationSeconds ${behavior.decisionConditions.tolerationSeconds})`,
+    },
+    now,
+  );
+  current.spec.clusters = eviction.clusters;
+  current.spec.gracefulEvictionTasks = eviction.gracefulEvictionTasks;
   const entry = { clusterName: cluster, creationTimestamp: now.toISOString() };
   current.spec.activeEvictionHistory = [...(current.spec.activeEvictionHistory ?? []).filter((h) => h.clusterName !== cluster), entry];
   current.status.aggregatedStatus = (current.status.aggregatedStatus ?? []).filter((item) => item.clusterName !== cluster);
@@ -242,7 +230,7 @@ function evictForApplicationFailure(current: BindingRecord, cluster: string, unh
         ? 'the old copy is removed at once'
         : 'the old copy stays until someone confirms its task (purgeMode Never)';
   const block = until ? `${cluster} may be chosen again from ${until.toISOString()}` : `${cluster} is never chosen again for this workload (blockPredecessorSeconds 0)`;
-  return bindingEvent(current, now, 'Warning', 'ApplicationFailover', `left ${cluster}: Unhealthy for ${lasted}s since ${unhealthySince} (tolerationSeconds ${behavior.decisionConditions.tolerationSeconds}); ${purge}; ${block}`, {
+  return bindingEvent(current, now, 'ApplicationFailover', `left ${cluster}: Unhealthy for ${lasted}s since ${unhealthySince} (tolerationSeconds ${behavior.decisionConditions.tolerationSeconds}); ${purge}; ${block}`, 'Warning', {
     cluster,
     unhealthySince,
     tolerationSeconds: behavior.decisionConditions.tolerationSeconds,
@@ -292,7 +280,7 @@ export async function confirmEvictionTask(plane: ControlPlane, key: string, clus
     return write(current, 'confirmed');
   });
   if (result === 'confirmed' && record) {
-    await plane.events.append([bindingEvent(record, plane.clock.now(), 'Normal', 'OldCopyRemoved', `graceful eviction task for ${cluster} confirmed by an administrator; the copy on ${cluster} may be deleted`, { cluster, why: 'confirmed' })]);
+    await plane.events.append([bindingEvent(record, plane.clock.now(), 'OldCopyRemoved', `graceful eviction task for ${cluster} confirmed by an administrator; the copy on ${cluster} may be deleted`, 'Normal', { cluster, why: 'confirmed' })]);
   }
   return result;
 }

@@ -1,74 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { ClusterResourceBindingInput, ResourceBindingInput } from '../api/resources';
-import { BindingRef, bindingKey, PlacementFacts, resourceKindOf } from '../failover/bindingModel';
+import { BindingRef, bindingKey } from '../failover/bindingModel';
 import { isFaultyTaint } from '../failover/evictionDecision';
-import { mutate, keep, remove, write, Mutation } from '../store/optimistic';
-import type { Versioned } from '../store/ports';
-import type { ApplyAction } from './clusters';
-import type { ControlPlane } from './deps';
+import { keep, remove, write } from '../store/optimistic';
+import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
-import { governedSpec, loadPropagationPolicies } from './propagationPolicies';
-
-/** The placement rows a binding version implies: one per cluster in spec.clusters. */
-export function placementsOf(record: BindingRecord): PlacementFacts[] {
-  return (record.spec.clusters ?? []).map((target) => ({
-    cluster: target.name,
-    kind: record.kind,
-    ...(record.namespace ? { namespace: record.namespace } : {}),
-    name: record.name,
-    resourceKind: resourceKindOf(record.spec),
-    replicas: target.replicas ?? record.spec.replicas ?? 0,
-    tolerations: record.spec.placement?.clusterTolerations ?? [],
-    ...(record.spec.failover?.cluster ? { failoverCluster: record.spec.failover.cluster } : {}),
-    rev: record.rev,
-  }));
-}
-
-const projection = (row: PlacementFacts) => JSON.stringify({ ...row, rev: 0 });
-
-export interface BindingWriteOptions {
-  /** Clusters whose placement rows the caller already removed (the eviction worker's commit). */
-  placementsAlreadyRemoved?: string[];
-  /** The version the caller just read, to save a read on the first attempt. */
-  current?: Versioned<BindingRecord>;
-}
-
-/**
- * The one way a binding changes. The placement index is kept in step with spec.clusters under
- * concurrency: rows for the new version are written before the binding (so the index never misses a
- * placement), and rows of clusters the binding left are removed after, only if no newer revision has
- * rewritten them (ETag-checked).
- */
-export async function writeBinding<R>(
-  plane: ControlPlane,
-  key: string,
-  change: (current: BindingRecord | undefined, now: Date) => Mutation<BindingRecord, R>,
-  options: BindingWriteOptions = {},
-): Promise<{ result: R; record?: BindingRecord; etag?: string; previous?: BindingRecord }> {
-  let written: BindingRecord | undefined;
-  let previous: BindingRecord | undefined;
-  let kind: Mutation<BindingRecord, R>['kind'] = 'keep';
-  const outcome = await mutate<BindingRecord, R>(plane.bindings, key, async (current: Versioned<BindingRecord> | undefined) => {
-    const now = plane.clock.now();
-    previous = current?.value;
-    const decision = change(current ? structuredClone(current.value) : undefined, now);
-    written = undefined;
-    kind = decision.kind;
-    if (decision.kind !== 'write') return decision;
-    const next = { ...decision.value, rev: (current?.value.rev ?? 0) + 1 };
-    const before = new Map((current ? placementsOf(current.value) : []).map((row) => [row.cluster, projection(row)]));
-    const changed = placementsOf(next).filter((row) => before.get(row.cluster) !== projection(row));
-    if (changed.length > 0) await plane.ledger.upsertPlacements(changed);
-    written = next;
-    return write(next, decision.result);
-  }, options.current);
-  const after = new Set((written?.spec.clusters ?? []).map((c) => c.name));
-  const skip = new Set(options.placementsAlreadyRemoved ?? []);
-  const removedRev = written?.rev ?? (previous?.rev ?? 0) + 1;
-  const left = (previous?.spec.clusters ?? []).map((c) => c.name).filter((name) => !after.has(name) && !skip.has(name));
-  if (kind !== 'keep') await Promise.all(left.map((cluster) => plane.ledger.removePlacement(cluster, key, removedRev)));
-  return { result: outcome.result, record: written, etag: outcome.etag, previous };
-}
+import { writeBinding } from './state/bindingWrites';
+import { bindingResource } from './views';
+import { ApplyAction, governedSpec } from './state/derivation';
+import { bindingEvent } from './state/events';
+import { loadPropagationPolicies } from './state/reads';
 
 type BindingInput = ResourceBindingInput | ClusterResourceBindingInput;
 
@@ -88,6 +29,8 @@ export async function applyBinding(plane: ControlPlane, input: BindingInput): Pr
   const { activeEvictionHistory: _ignored, ...applied } = input.spec;
   const governed = governedSpec({ namespace: ref.namespace, labels: input.metadata.labels ?? {} }, applied, await loadPropagationPolicies(plane));
   const { result, record } = await writeBinding<ApplyAction>(plane, key, (current, now) => {
+    // Taken before `next` (the same object as `current` when it exists) is changed.
+    const before = current ? userView(current) : undefined;
     const next: BindingRecord = current ?? {
       ...ref,
       uid: randomUUID(),
@@ -105,7 +48,7 @@ export async function applyBinding(plane: ControlPlane, input: BindingInput): Pr
     next.spec = current?.spec.activeEvictionHistory?.length ? { ...governed.spec, activeEvictionHistory: current.spec.activeEvictionHistory } : governed.spec;
     if (governed.inheritedFrom) next.inheritedFrom = governed.inheritedFrom;
     else delete next.inheritedFrom;
-    if (current && userView(current) === userView(next)) return keep('unchanged');
+    if (before === userView(next)) return keep('unchanged');
     if (current) next.generation += 1;
     // Clusters given in the applied spec are the placement (as a person or another scheduler decided it);
     // a binding applied without clusters is placed by the scheduler.
@@ -113,7 +56,7 @@ export async function applyBinding(plane: ControlPlane, input: BindingInput): Pr
     return write(next, current ? 'configured' : 'created');
   });
   if (result !== 'unchanged' && record) {
-    await plane.events.append([{ time: plane.clock.now().toISOString(), kind: record.kind, name: displayName(record), type: 'Normal', reason: result === 'created' ? 'Created' : 'Configured', message: `binding ${result}` }]);
+    await plane.events.append([bindingEvent(record, plane.clock.now(), result === 'created' ? 'Created' : 'Configured', `binding ${result}`)]);
     await notifyFaultyClusters(plane, record);
     if (record.status.schedulerObservedGeneration !== record.generation) await plane.scheduler.send({ binding: key });
   }
@@ -129,8 +72,18 @@ async function notifyFaultyClusters(plane: ControlPlane, record: BindingRecord):
 
 export async function deleteBinding(plane: ControlPlane, ref: BindingRef): Promise<boolean> {
   const { result } = await writeBinding<boolean>(plane, bindingKey(ref), (current) => (current ? remove(true) : keep(false)));
-  if (result) await plane.events.append([{ time: plane.clock.now().toISOString(), kind: ref.kind, name: displayName(ref), type: 'Normal', reason: 'Deleted', message: 'binding deleted' }]);
+  if (result) await plane.events.append([bindingEvent(ref, plane.clock.now(), 'Deleted', 'binding deleted')]);
   return result;
 }
 
-export const displayName = (ref: BindingRef) => (ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name);
+/** ResourceBindings (all, or one namespace's) or ClusterResourceBindings, as the API shows them. */
+export async function listBindings(plane: ControlPlane, kind: BindingRef['kind'], namespace?: string) {
+  // Keys are `rb:<namespace>:<name>` and `crb:<name>` (bindingKey): a prefix selects a kind or a namespace.
+  const prefix = kind === 'ClusterResourceBinding' ? 'crb:' : namespace ? `rb:${namespace}:` : 'rb:';
+  return (await plane.bindings.list()).filter((entry) => entry.id.startsWith(prefix)).map((entry) => bindingResource(entry.value, entry.etag));
+}
+
+export async function getBinding(plane: ControlPlane, ref: BindingRef) {
+  const entry = await plane.bindings.get(bindingKey(ref));
+  return entry ? bindingResource(entry.value, entry.etag) : undefined;
+}

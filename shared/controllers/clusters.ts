@@ -3,11 +3,14 @@ import type { ClusterInput, StatusReport } from '../api/resources';
 import { CLUSTER_STATUS_UNKNOWN_REASON, heartbeatVerdict, mergeConditions } from '../failover/conditions';
 import { ClusterTaint, taintId } from '../failover/model';
 import type { EventRecord } from '../store/ports';
-import type { ControlPlane } from './deps';
+import type { ControlPlane } from './ports';
 import { ClusterRecord, newClusterRecord } from './records';
-import { ClusterUpdate, loadPolicies, updateCluster } from './taintController';
-
-export type ApplyAction = 'created' | 'configured' | 'unchanged';
+import { RecentCache } from './state/cache';
+import { ClusterUpdate, updateCluster } from './state/clusterWrites';
+import type { ApplyAction } from './state/derivation';
+import { clusterEvent } from './state/events';
+import { loadTaintPolicies } from './state/reads';
+import { clusterResource } from './views';
 
 /**
  * A report that changes nothing but the heartbeat is written at most this often per cluster, so a fleet
@@ -16,8 +19,8 @@ export type ApplyAction = 'created' | 'configured' | 'unchanged';
  */
 export const HEARTBEAT_COALESCE_SECONDS = 2;
 
-const RECENT_MS = 1000;
-const recentReports = new WeakMap<ControlPlane, Map<string, { at: number; record: ClusterRecord; etag?: string }>>();
+/** What this process last stored or read per cluster, so a heartbeat that changes nothing costs no request. */
+const recentReports = new RecentCache<{ record: ClusterRecord; etag?: string }>(1000);
 
 /** How far in the future a reporter's `observedAt` may be (clock skew) before the report is refused. */
 export const MAX_FUTURE_SKEW_SECONDS = 60;
@@ -134,25 +137,18 @@ export async function reportClusterStatus(
     if (!current) events.push(clusterEvent(name, now, 'Registered', 'cluster registered by its first health report'));
     for (const type of transitioned) {
       const c = merged.conditions.find((x) => x.type === type)!;
-      events.push({
-        ...clusterEvent(name, now, 'ConditionChanged', `condition ${type} is now ${c.status}${c.reason ? ` (${c.reason})` : ''}`),
-        details: { condition: c },
-      });
+      events.push(clusterEvent(name, now, 'ConditionChanged', `condition ${type} is now ${c.status}${c.reason ? ` (${c.reason})` : ''}`, 'Normal', { condition: c }));
     }
     return { record, result: undefined, events };
   };
   // A heartbeat that changes nothing, checked against what this process stored or read within the last
   // second, costs no storage request at all. Anything else is decided again on a fresh read.
-  const recent = recentReports.get(plane)?.get(name);
-  if (recent && Date.now() - recent.at < RECENT_MS && 'coalesced' in assess(recent.record, plane.clock.now())) {
+  const recent = recentReports.peek(plane, name);
+  if (recent && 'coalesced' in assess(recent.record, plane.clock.now())) {
     return { record: recent.record, etag: recent.etag, transitioned: [] };
   }
   const outcome = await updateCluster(plane, name, applyReport);
-  if (outcome.record) {
-    const cache = recentReports.get(plane) ?? new Map<string, { at: number; record: ClusterRecord; etag?: string }>();
-    cache.set(name, { at: Date.now(), record: outcome.record, etag: outcome.etag });
-    recentReports.set(plane, cache);
-  }
+  if (outcome.record) recentReports.set(plane, { record: outcome.record, etag: outcome.etag }, name);
   return { record: outcome.record!, etag: outcome.etag, transitioned };
 }
 
@@ -170,7 +166,7 @@ export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<str
     return verdict.expired && !verdict.alreadyUnknown;
   });
   if (stale.length === 0) return [];
-  const policies = await loadPolicies(plane);
+  const policies = await loadTaintPolicies(plane);
   const marked: string[] = [];
   for (const { id } of stale) {
     const outcome = await updateCluster<boolean>(
@@ -189,7 +185,7 @@ export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<str
         return {
           record: current,
           result: true,
-          events: [{ ...clusterEvent(id, at, 'ClusterStatusUnknown', `Ready set to Unknown: ${message}`), type: 'Warning' as const }],
+          events: [clusterEvent(id, at, 'ClusterStatusUnknown', `Ready set to Unknown: ${message}`, 'Warning')],
         };
       },
       policies,
@@ -211,6 +207,12 @@ export async function deleteCluster(plane: ControlPlane, name: string): Promise<
   return deleted;
 }
 
-function clusterEvent(name: string, now: Date, reason: string, message: string): EventRecord {
-  return { time: now.toISOString(), kind: 'Cluster', name, type: 'Normal', reason, message };
+/** Every cluster as the API shows it, by name. */
+export async function listClusters(plane: ControlPlane) {
+  return (await plane.clusters.list()).map((entry) => clusterResource(entry.value, entry.etag)).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+}
+
+export async function getCluster(plane: ControlPlane, name: string) {
+  const entry = await plane.clusters.get(name);
+  return entry ? clusterResource(entry.value, entry.etag) : undefined;
 }

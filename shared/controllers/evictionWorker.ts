@@ -1,17 +1,18 @@
-import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import { sleep } from '../clock';
-import type { EvictionRecord } from '../failover/bindingModel';
+import { EvictionRecord, parseBindingKey } from '../failover/bindingModel';
+import { evictFromPlacement } from '../failover/placementEviction';
 import { preScheduleCheck } from '../failover/precheck';
 import { keep, write } from '../store/optimistic';
-import { writeBinding } from './bindings';
-import { scheduleBinding } from './scheduler';
-import { errorFields } from '../telemetry/log';
-import type { ControlPlane, EvictionMessage } from './deps';
-import { fleetClusters } from './fleet';
-import { recentPacerState, unschedule } from './pacer';
 import type { Versioned } from '../store/ports';
+import { errorFields } from '../telemetry/log';
+import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
+import { unschedule } from './pacer';
+import type { ControlPlane, EvictionMessage } from './ports';
 import type { BindingRecord } from './records';
-import { evictionEvent } from './taintManager';
+import { scheduleBinding } from './scheduler';
+import { writeBinding } from './state/bindingWrites';
+import { evictionEvent } from './state/events';
+import { fleetClusters, recentPacerState } from './state/reads';
 
 const MAX_SLOT_WAIT_MS = 15_000;
 
@@ -25,9 +26,15 @@ export type WorkerOutcome = 'evicted' | 'duplicate' | 'postponed' | 'blocked' | 
  */
 export async function executeEviction(plane: ControlPlane, message: EvictionMessage): Promise<WorkerOutcome> {
   return inSpan('eviction.execute', { attributes: { [ATTR.cluster]: message.cluster, [ATTR.binding]: message.bindingKey } }, async () => {
-    const outcome = await execute(plane, message);
-    annotate({ [ATTR.outcome]: outcome });
-    return outcome;
+    try {
+      const outcome = await execute(plane, message);
+      annotate({ [ATTR.outcome]: outcome });
+      return outcome;
+    } catch (error) {
+      // Counted (the `eviction failures` alert watches it) and rethrown: the queue retries, then poisons.
+      plane.metrics.recordProcessed(parseBindingKey(message.bindingKey).kind, 'error');
+      throw error;
+    }
   });
 }
 
@@ -63,7 +70,7 @@ async function execute(plane: ControlPlane, message: EvictionMessage): Promise<W
     const blocked = { ...row.record, state: 'blocked' as const, message: check.reason, attempts: row.record.attempts + 1, updatedAt: now.toISOString() };
     if ((await plane.ledger.updateEviction(blocked, row.etag)) !== false) {
       plane.metrics.recordProcessed(row.record.kind, 'blocked');
-      await plane.events.append([evictionEvent(blocked, 'EvictionBlocked', `stays on ${message.cluster}: ${check.reason}`, 'Warning', now.toISOString())]);
+      await plane.events.append([evictionEvent(blocked, now, 'EvictionBlocked', `stays on ${message.cluster}: ${check.reason}`, 'Warning')]);
       plane.log.warn('eviction blocked', { cluster: message.cluster, binding: message.bindingKey, reason: check.reason });
     }
     return 'blocked';
@@ -90,7 +97,7 @@ async function execute(plane: ControlPlane, message: EvictionMessage): Promise<W
   }
   const latency = (now.getTime() - Date.parse(row.record.decidedAt)) / 1000;
   plane.metrics.recordProcessed(row.record.kind, 'success', latency);
-  await plane.events.append([evictionEvent(committed, 'Evicted', `evicted from ${message.cluster} (${committed.purgeMode}): ${committed.why}`, 'Warning', now.toISOString())]);
+  await plane.events.append([evictionEvent(committed, now, 'Evicted', `evicted from ${message.cluster} (${committed.purgeMode}): ${committed.why}`, 'Warning')]);
   plane.log.info('evicted', { cluster: message.cluster, binding: message.bindingKey, purgeMode: committed.purgeMode, latencySeconds: latency });
   return 'evicted';
 }
@@ -105,23 +112,10 @@ async function finishCommitted(plane: ControlPlane, record: EvictionRecord, rede
     record.bindingKey,
     (current, now) => {
       if (!current || (redelivery && current.rev !== record.decisionRev)) return keep(false);
-      const clusters = current.spec.clusters ?? [];
-      const target = clusters.find((c) => c.name === record.cluster);
-      if (!target) return keep(false);
-      current.spec.clusters = clusters.filter((c) => c.name !== record.cluster);
-      const tasks = current.spec.gracefulEvictionTasks ?? [];
-      if (!tasks.some((t) => t.fromCluster === record.cluster)) {
-        const replicas = target.replicas ?? 0;
-        tasks.push({
-          fromCluster: record.cluster,
-          purgeMode: record.purgeMode,
-          ...(replicas > 0 ? { replicas } : {}),
-          reason: 'TaintUntolerated',
-          producer: 'TaintManager',
-          creationTimestamp: now.toISOString(),
-        });
-      }
-      current.spec.gracefulEvictionTasks = tasks;
+      const eviction = evictFromPlacement(current.spec, record.cluster, { reason: 'TaintUntolerated', producer: 'TaintManager', purgeMode: record.purgeMode }, now);
+      if (!eviction.evicted) return keep(false);
+      current.spec.clusters = eviction.clusters;
+      current.spec.gracefulEvictionTasks = eviction.gracefulEvictionTasks;
       current.generation += 1;
       current.traceparent = currentTraceCarrier().traceparent;
       return write(current, true);

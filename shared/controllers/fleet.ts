@@ -1,34 +1,26 @@
-import type { CandidateCluster } from '../failover/precheck';
-import { fleetHealth, FleetHealth, isFaultyTaint } from '../failover/evictionDecision';
-import type { ControlPlane } from './deps';
+import type { EvictionState } from '../failover/bindingModel';
+import { applicationFailoverResync } from './applicationFailover';
+import { setPaused } from './pacer';
+import type { ControlPlane } from './ports';
+import { currentFleetHealth } from './state/reads';
+import { evictionView, fleetView } from './views';
 
-/**
- * A short-lived per-process view of every cluster (labels, taints), shared by the pacer and the eviction
- * worker's pre-scheduling check so that a burst of evictions costs one listing, not one per eviction.
- */
-const FLEET_TTL_MS = 1000;
-const cache = new WeakMap<ControlPlane, { at: number; clusters: CandidateCluster[] }>();
-
-export async function fleetClusters(plane: ControlPlane, maxAgeMs = FLEET_TTL_MS): Promise<CandidateCluster[]> {
-  const now = Date.now();
-  const hit = cache.get(plane);
-  if (hit && now - hit.at < maxAgeMs) return hit.clusters;
-  const clusters = (await plane.clusters.list()).map(({ value }) => ({
-    name: value.name,
-    labels: value.labels,
-    provider: value.spec.provider,
-    region: value.spec.region,
-    zone: value.spec.zone,
-    taints: value.taints.map((t) => ({ key: t.key, value: t.value, effect: t.effect })),
-  }));
-  cache.set(plane, { at: now, clusters });
-  return clusters;
+/** GET /api/fleet: fleet health, the eviction tier and rate, the switches, and the ledger's waiting rows. */
+export async function fleetStatus(plane: ControlPlane): Promise<ReturnType<typeof fleetView>> {
+  const [health, { state }, waiting] = await Promise.all([currentFleetHealth(plane, 0), plane.ledger.getPacerState(), plane.ledger.scanEvictions({ states: ['pending', 'scheduled'] })]);
+  const pending = waiting.filter((row) => row.record.state === 'pending').length;
+  return fleetView(health, { failoverEnabled: plane.config.failoverEnabled, paused: state.paused }, { pending, scheduled: waiting.length - pending });
 }
 
-export async function currentFleetHealth(plane: ControlPlane, maxAgeMs?: number): Promise<FleetHealth & { faultyClusters: string[] }> {
-  const clusters = await fleetClusters(plane, maxAgeMs);
-  const faultyClusters = clusters.filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name);
-  const health = fleetHealth(clusters.length, faultyClusters.length, plane.config.rates);
-  plane.metrics.setFleet({ faulty: health.faulty, failureRatio: health.failureRatio, rate: health.rate });
-  return { ...health, faultyClusters };
+/** GET /api/evictions: the ledger, by due time then cluster. */
+export async function listEvictions(plane: ControlPlane, filter: { cluster?: string; state?: EvictionState }): Promise<Array<ReturnType<typeof evictionView>>> {
+  const rows = await plane.ledger.scanEvictions(filter);
+  return rows.map(({ record }) => evictionView(record)).sort((a, b) => (a.dueAt < b.dueAt ? -1 : a.dueAt > b.dueAt ? 1 : a.cluster.localeCompare(b.cluster)));
+}
+
+/** POST /api/failover/pause | resume. A resume also lets the application failovers the pause held go now. */
+export async function switchEvictions(plane: ControlPlane, action: 'pause' | 'resume'): Promise<{ paused: boolean; failoverEnabled: boolean }> {
+  await setPaused(plane, action === 'pause');
+  if (action === 'resume') await applicationFailoverResync(plane);
+  return { paused: action === 'pause', failoverEnabled: plane.config.failoverEnabled };
 }

@@ -1,11 +1,12 @@
-import { annotate, ATTR, inSpan, recordSpan } from '../telemetry/tracing';
 import type { GracefulEvictionTask } from '../api/resources';
 import { assessTasks } from '../failover/gracefulEviction';
 import { keep, write } from '../store/optimistic';
-import type { EventRecord, Versioned } from '../store/ports';
-import { displayName, writeBinding } from './bindings';
-import type { ControlPlane } from './deps';
+import type { Versioned } from '../store/ports';
+import { annotate, ATTR, inSpan, recordSpan } from '../telemetry/tracing';
+import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
+import { writeBinding } from './state/bindingWrites';
+import { bindingEvent } from './state/events';
 
 /**
  * The graceful-eviction sweep for one binding: drops the tasks whose old copy may now go and records an
@@ -45,15 +46,16 @@ async function sweep(plane: ControlPlane, key: string, known?: Versioned<Binding
   }, known ? { current: known } : {});
   if (record && dropped.length > 0) {
     const now = plane.clock.now().toISOString();
-    const events: EventRecord[] = dropped.map(({ task, why }) => ({
-      time: now,
-      kind: record.kind,
-      name: displayName(record),
-      type: 'Normal',
-      reason: 'OldCopyRemoved',
-      message: `graceful eviction task for ${task.fromCluster} cleared (${task.purgeMode ?? 'Gracefully'}): ${why}; the copy on ${task.fromCluster} may be deleted`,
-      details: { cluster: task.fromCluster, purgeMode: task.purgeMode ?? 'Gracefully', why },
-    }));
+    const events = dropped.map(({ task, why }) =>
+      bindingEvent(
+        record,
+        now,
+        'OldCopyRemoved',
+        `graceful eviction task for ${task.fromCluster} cleared (${task.purgeMode ?? 'Gracefully'}): ${why}; the copy on ${task.fromCluster} may be deleted`,
+        'Normal',
+        { cluster: task.fromCluster, purgeMode: task.purgeMode ?? 'Gracefully', why },
+      ),
+    );
     await plane.events.append(events);
     plane.log.info('graceful eviction tasks cleared', { binding: key, clusters: dropped.map((d) => d.task.fromCluster) });
   }

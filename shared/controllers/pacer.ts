@@ -1,10 +1,11 @@
-import { ATTR, inSpan } from '../telemetry/tracing';
-import { assignSlots } from '../failover/evictionDecision';
 import type { EvictionRecord } from '../failover/bindingModel';
-import { DueGroup, PacerState, shardOf } from '../store/ledgerTable';
-import type { ControlPlane } from './deps';
-import { currentFleetHealth } from './fleet';
-import { evictionEvent } from './taintManager';
+import { assignSlots } from '../failover/evictionDecision';
+import { shardOf } from '../store/ledgerTable';
+import type { DueGroup, PacerState } from '../store/ports';
+import { ATTR, inSpan } from '../telemetry/tracing';
+import type { ControlPlane } from './ports';
+import { evictionEvent, switchEvent } from './state/events';
+import { currentFleetHealth, rememberPacerState } from './state/reads';
 
 /**
  * The pacer turns due ledger rows into queue messages that become visible at the current global rate.
@@ -120,19 +121,6 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   return { tier: health.tier, rate: health.rate, scheduled };
 }
 
-/**
- * The pause switch and tier as this process last read them, at most `maxAgeMs` old: the worker checks them
- * before every eviction, and a second-old answer still stops evictions within seconds.
- */
-const stateCache = new WeakMap<ControlPlane, { at: number; state: PacerState }>();
-export async function recentPacerState(plane: ControlPlane, maxAgeMs = 1000): Promise<PacerState> {
-  const hit = stateCache.get(plane);
-  if (hit && Date.now() - hit.at < maxAgeMs) return hit.state;
-  const { state } = await plane.ledger.getPacerState();
-  stateCache.set(plane, { at: Date.now(), state });
-  return state;
-}
-
 /** POST /api/failover/pause and /resume: a stored switch the pacer and the worker read. */
 export async function setPaused(plane: ControlPlane, paused: boolean): Promise<void> {
   for (let attempt = 0; attempt < 20; attempt++) {
@@ -140,8 +128,8 @@ export async function setPaused(plane: ControlPlane, paused: boolean): Promise<v
     if (state.paused === paused) return;
     const next = { ...state, paused, updatedAt: plane.clock.now().toISOString() };
     if (await plane.ledger.putPacerState(next, etag)) {
-      stateCache.set(plane, { at: Date.now(), state: next });
-      await plane.events.append([{ time: plane.clock.now().toISOString(), kind: 'Failover', name: 'evictions', type: 'Normal', reason: paused ? 'Paused' : 'Resumed', message: paused ? 'evictions paused' : 'evictions resumed' }]);
+      rememberPacerState(plane, next);
+      await plane.events.append([switchEvent(paused, plane.clock.now())]);
       plane.log.info(paused ? 'evictions paused' : 'evictions resumed');
       return;
     }
@@ -156,6 +144,6 @@ export async function unschedule(plane: ControlPlane, record: EvictionRecord, et
   delete next.scheduledFor;
   if ((await plane.ledger.updateEviction(next, etag)) !== false) {
     await plane.ledger.addDue([next]);
-    await plane.events.append([evictionEvent(next, 'EvictionPostponed', `eviction from ${record.cluster} postponed: ${why}`, 'Normal', now)]);
+    await plane.events.append([evictionEvent(next, now, 'EvictionPostponed', `eviction from ${record.cluster} postponed: ${why}`)]);
   }
 }

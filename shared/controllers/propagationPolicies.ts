@@ -1,49 +1,24 @@
 import { randomUUID } from 'node:crypto';
-import type { BindingSpec, ClusterPropagationPolicyInput, PropagationPolicyInput } from '../api/resources';
-import { inherit, PolicyRef, policyDisplay, policyKey, PropagationCandidate, selectPolicy } from '../failover/propagation';
+import type { ClusterPropagationPolicyInput, PropagationPolicyInput } from '../api/resources';
+import { PolicyRef, policyDisplay, policyKey } from '../failover/propagation';
 import { keep, mutate, write } from '../store/optimistic';
-import type { ApplyAction } from './clusters';
-import type { ControlPlane } from './deps';
-import { appliedPolicy } from './policies';
-import { displayName, writeBinding } from './bindings';
-import type { BindingRecord, PropagationPolicyRecord } from './records';
+import type { ControlPlane } from './ports';
+import type { PropagationPolicyRecord } from './records';
+import { writeBinding } from './state/bindingWrites';
+import { ApplyAction, appliedPolicy, governedSpec, ownSpec } from './state/derivation';
+import { bindingEvent, policyEvent } from './state/events';
+import { forgetPropagationPolicies, loadPropagationPolicies } from './state/reads';
+import { propagationPolicyResource } from './views';
 
 /**
  * PropagationPolicy / ClusterPropagationPolicy: stored, and inherited by the bindings they govern
  * (placement and failover, where a binding leaves them out). A policy change re-derives its bindings.
  */
 
-const POLICY_TTL_MS = 1000;
-const cache = new WeakMap<ControlPlane, { at: number; policies: PropagationCandidate[] }>();
-
-/** Every propagation policy, as this process read them at most a second ago (dropped when it changes one). */
-export async function loadPropagationPolicies(plane: ControlPlane, maxAgeMs = POLICY_TTL_MS): Promise<PropagationCandidate[]> {
-  const hit = cache.get(plane);
-  if (hit && Date.now() - hit.at < maxAgeMs) return hit.policies;
-  const policies = (await plane.propagationPolicies.list()).map(({ value }) => ({ kind: value.kind, ...(value.namespace ? { namespace: value.namespace } : {}), name: value.name, spec: value.spec }));
-  cache.set(plane, { at: Date.now(), policies });
-  return policies;
-}
-
-/** The binding's own spec: what it has minus what it inherited. */
-export function ownSpec(record: Pick<BindingRecord, 'spec' | 'inheritedFrom'>): BindingSpec {
-  const spec = { ...record.spec };
-  for (const field of record.inheritedFrom?.fields ?? []) delete spec[field];
-  return spec;
-}
-
-/** The effective spec and inheritance of a binding under the current policies. */
-export function governedSpec(subject: { namespace?: string; labels: Record<string, string> }, own: BindingSpec, policies: readonly PropagationCandidate[]): Pick<BindingRecord, 'spec' | 'inheritedFrom'> {
-  const policy = selectPolicy({ ...subject, resource: own.resource }, policies);
-  const { spec, fields } = inherit(own, policy);
-  return { spec, inheritedFrom: policy && fields.length > 0 ? { kind: policy.kind, ...(policy.namespace ? { namespace: policy.namespace } : {}), name: policy.name, fields } : undefined };
-}
-
 type PolicyInput = PropagationPolicyInput | ClusterPropagationPolicyInput;
 
 const refOf = (input: PolicyInput): PolicyRef =>
   input.kind === 'PropagationPolicy' ? { kind: 'PropagationPolicy', namespace: input.metadata.namespace, name: input.metadata.name } : { kind: 'ClusterPropagationPolicy', name: input.metadata.name };
-
 
 export async function applyPropagationPolicy(plane: ControlPlane, input: PolicyInput): Promise<ApplyAction> {
   const ref = refOf(input);
@@ -60,12 +35,10 @@ export async function deletePropagationPolicy(plane: ControlPlane, ref: PolicyRe
   return deleted;
 }
 
-async function policyChanged(plane: ControlPlane, ref: PolicyRef, reason: string): Promise<void> {
-  cache.delete(plane);
+async function policyChanged(plane: ControlPlane, ref: PolicyRef, reason: 'Created' | 'Configured' | 'Deleted'): Promise<void> {
+  forgetPropagationPolicies(plane);
   const rederived = await rederiveBindings(plane);
-  await plane.events.append([
-    { time: plane.clock.now().toISOString(), kind: ref.kind, name: ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name, type: 'Normal', reason, message: `policy ${reason.toLowerCase()}; ${rederived} binding(s) re-derived` },
-  ]);
+  await plane.events.append([policyEvent(ref.kind, ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name, plane.clock.now(), reason, `policy ${reason.toLowerCase()}; ${rederived} binding(s) re-derived`)]);
 }
 
 /**
@@ -95,8 +68,20 @@ export async function rederiveBindings(plane: ControlPlane): Promise<number> {
     if (!record) continue;
     changed++;
     const source = record.inheritedFrom ? `now inherits ${record.inheritedFrom.fields.join(' and ')} from ${policyDisplay(record.inheritedFrom)}` : 'no longer inherits from a policy';
-    await plane.events.append([{ time: plane.clock.now().toISOString(), kind: record.kind, name: displayName(record), type: 'Normal', reason: 'PolicyApplied', message: source }]);
+    await plane.events.append([bindingEvent(record, plane.clock.now(), 'PolicyApplied', source)]);
     if (placementChanged) await plane.scheduler.send({ binding: id });
   }
   return changed;
+}
+
+/** PropagationPolicies (all, or one namespace's) or ClusterPropagationPolicies, as the API shows them. */
+export async function listPropagationPolicies(plane: ControlPlane, kind: PolicyRef['kind'], namespace?: string) {
+  // Keys are `pp:<namespace>:<name>` and `cpp:<name>` (policyKey): a prefix selects a kind or a namespace.
+  const prefix = kind === 'ClusterPropagationPolicy' ? 'cpp:' : namespace ? `pp:${namespace}:` : 'pp:';
+  return (await plane.propagationPolicies.list()).filter((entry) => entry.id.startsWith(prefix)).map((entry) => propagationPolicyResource(entry.value, entry.etag));
+}
+
+export async function getPropagationPolicy(plane: ControlPlane, ref: PolicyRef) {
+  const entry = await plane.propagationPolicies.get(policyKey(ref));
+  return entry ? propagationPolicyResource(entry.value, entry.etag) : undefined;
 }

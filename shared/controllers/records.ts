@@ -75,49 +75,6 @@ export function taintPolicy(record: PolicyRecord): TaintPolicy {
   };
 }
 
-const CLUSTER_API_VERSION = 'cluster.karmada.io/v1alpha1';
-const POLICY_API_VERSION = 'policy.karmada.io/v1alpha1';
-
-const metadataView = (record: StoredMetadata, etag?: string) => ({
-  name: record.name,
-  uid: record.uid,
-  creationTimestamp: record.createdAt,
-  generation: record.generation,
-  ...(etag ? { resourceVersion: etag } : {}),
-  ...(Object.keys(record.labels).length > 0 ? { labels: record.labels } : {}),
-  ...(Object.keys(record.annotations).length > 0 ? { annotations: record.annotations } : {}),
-});
-
-/** The Karmada-shaped Cluster the API returns, plus what explains its taints. */
-export function clusterResource(record: ClusterRecord, etag?: string) {
-  return {
-    apiVersion: CLUSTER_API_VERSION,
-    kind: 'Cluster',
-    metadata: metadataView(record, etag),
-    spec: {
-      ...record.spec,
-      taints: record.taints.map((t) => ({ key: t.key, ...(t.value !== undefined ? { value: t.value } : {}), effect: t.effect, timeAdded: t.timeAdded })),
-    },
-    status: {
-      conditions: record.conditions,
-      ...(record.lastReportAt ? { lastHeartbeatTime: record.lastReportAt } : {}),
-      taintHolders: record.taints.map((t) => ({ key: t.key, effect: t.effect, policies: t.owners, manual: t.manual })),
-      policyWindows: Object.entries(record.policyWindows)
-        .map(([policy, w]) => ({ policy, matched: w.matched, since: w.since }))
-        .sort((a, b) => a.policy.localeCompare(b.policy)),
-    },
-  };
-}
-
-export function policyResource(record: PolicyRecord, etag?: string) {
-  return {
-    apiVersion: POLICY_API_VERSION,
-    kind: 'ClusterTaintPolicy',
-    metadata: metadataView(record, etag),
-    spec: record.spec,
-  };
-}
-
 /** A ResourceBinding or ClusterResourceBinding as stored. `rev` counts writes, for the placement index. */
 export interface BindingRecord extends StoredMetadata {
   kind: BindingKind;
@@ -138,15 +95,6 @@ export interface PropagationPolicyRecord extends StoredMetadata, PolicyRef {
   spec: PropagationSpec;
 }
 
-export function propagationPolicyResource(record: PropagationPolicyRecord, etag?: string) {
-  return {
-    apiVersion: POLICY_API_VERSION,
-    kind: record.kind,
-    metadata: { ...metadataView(record, etag), ...(record.namespace ? { namespace: record.namespace } : {}) },
-    spec: record.spec,
-  };
-}
-
 export interface BindingStatus {
   schedulerObservedGeneration?: number;
   conditions?: Array<{ type: string; status: string; reason?: string; message?: string; lastTransitionTime: string }>;
@@ -154,14 +102,4 @@ export interface BindingStatus {
   aggregatedStatus?: WorkloadStatusItem[];
   /** The application failover check already queued (one message per deadline, however often it is reported). */
   applicationFailoverCheckAt?: string;
-}
-
-export function bindingResource(record: BindingRecord, etag?: string) {
-  return {
-    apiVersion: 'work.karmada.io/v1alpha2',
-    kind: record.kind,
-    metadata: { ...metadataView(record, etag), ...(record.namespace ? { namespace: record.namespace } : {}) },
-    spec: record.spec,
-    status: { ...record.status, ...(record.inheritedFrom ? { propagationPolicy: record.inheritedFrom } : {}) },
-  };
 }

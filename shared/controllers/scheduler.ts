@@ -1,15 +1,14 @@
-import { annotate, ATTR, inSpan, TraceCarrier } from '../telemetry/tracing';
-import { activeBlocks } from '../failover/applicationFailover';
+import { activeBlocks, DEFAULT_BLOCK_SECONDS } from '../failover/applicationFailover';
 import { schedule } from '../failover/scheduler';
-import { DEFAULT_BLOCK_SECONDS } from './applicationFailover';
 import { keep, write } from '../store/optimistic';
-import type { EventRecord } from '../store/ports';
-import { displayName, writeBinding } from './bindings';
-import type { ControlPlane } from './deps';
-import { fleetClusters } from './fleet';
+import type { EventRecord, Versioned } from '../store/ports';
+import { annotate, ATTR, inSpan, TraceCarrier } from '../telemetry/tracing';
 import { sweepBinding } from './gracefulEviction';
+import type { ControlPlane } from './ports';
 import type { BindingRecord, BindingStatus } from './records';
-import type { Versioned } from '../store/ports';
+import { writeBinding } from './state/bindingWrites';
+import { bindingEvent } from './state/events';
+import { fleetClusters } from './state/reads';
 
 type Condition = NonNullable<BindingStatus['conditions']>[number];
 
@@ -56,13 +55,12 @@ async function place(plane: ControlPlane, key: string, current?: Versioned<Bindi
     const history = activeBlocks(current.spec.activeEvictionHistory ?? [], current.spec.failover?.application?.blockPredecessorSeconds ?? DEFAULT_BLOCK_SECONDS, now);
     if ((current.spec.activeEvictionHistory ?? []).length > 0) current.spec.activeEvictionHistory = history.keep;
     const result = schedule({ replicas: current.spec.replicas ?? 0, placement: current.spec.placement, current: current.spec.clusters ?? [], clusters, blocked: history.blocked });
-    const name = displayName(current);
     if (!result.ok) {
       outcome = 'no-fit';
       const before = JSON.stringify(current.status.conditions ?? []);
       setCondition(current.status, { type: 'Scheduled', status: 'False', reason: 'NoClusterFit', message: result.message }, now);
       if (JSON.stringify(current.status.conditions) === before) return keep(null);
-      event = { time: now.toISOString(), kind: current.kind, name, type: 'Warning', reason: 'NoClusterFit', message: result.message, details: { rejected: result.rejected } };
+      event = bindingEvent(current, now, 'NoClusterFit', result.message, 'Warning', { rejected: result.rejected });
       return write(current, null);
     }
     outcome = 'scheduled';
@@ -73,7 +71,7 @@ async function place(plane: ControlPlane, key: string, current?: Versioned<Bindi
     }
     current.status.schedulerObservedGeneration = current.generation;
     setCondition(current.status, { type: 'Scheduled', status: 'True', reason: 'Success', message: `placed on ${result.clusters.map((c) => `${c.name} (${c.replicas})`).join(', ')}` }, now);
-    event = { time: now.toISOString(), kind: current.kind, name, type: 'Normal', reason: 'Scheduled', message: `placed on ${result.clusters.map((c) => c.name).join(', ')}` };
+    event = bindingEvent(current, now, 'Scheduled', `placed on ${result.clusters.map((c) => c.name).join(', ')}`);
     return write(current, null);
   }, current ? { current } : {});
   if (event) await plane.events.append([event]);

@@ -1,11 +1,11 @@
-import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import { ACTIVE_STATES, bindingKey, EvictionRecord, parseBindingKey } from '../failover/bindingModel';
 import { decideEviction, isFaultyTaint } from '../failover/evictionDecision';
-import type { EventRecord } from '../store/ports';
-import type { VersionedEviction } from '../store/ledgerTable';
+import type { VersionedEviction } from '../store/ports';
 import { queueNameOf } from '../telemetry/metrics';
-import type { ControlPlane } from './deps';
-import { fleetClusters } from './fleet';
+import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
+import type { ControlPlane, TaintManagerMessage } from './ports';
+import { clusterEvent } from './state/events';
+import { fleetClusters } from './state/reads';
 
 /**
  * The taint manager: for a cluster with NoExecute/PreferNoExecute taints, decides per binding placed there
@@ -87,15 +87,14 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
     await plane.ledger.recordEvictions(rows);
     const dues = rows.map((r) => r.record.dueAt).sort();
     await plane.events.append([
-      {
-        time: now.toISOString(),
-        kind: 'Cluster',
+      clusterEvent(
         name,
-        type: 'Warning',
-        reason: 'EvictionsEnqueued',
-        message: `${rows.length} binding(s) must leave (due ${dues[0]}${dues.length > 1 ? ` to ${dues[dues.length - 1]}` : ''}); ${tolerated} tolerate the taints`,
-        details: { count: rows.length, tolerated, taints: faultyTaints.map((t) => `${t.key}:${t.effect}`), bindings: rows.slice(0, 50).map((r) => r.record.bindingKey) },
-      },
+        now,
+        'EvictionsEnqueued',
+        `${rows.length} binding(s) must leave (due ${dues[0]}${dues.length > 1 ? ` to ${dues[dues.length - 1]}` : ''}); ${tolerated} tolerate the taints`,
+        'Warning',
+        { count: rows.length, tolerated, taints: faultyTaints.map((t) => `${t.key}:${t.effect}`), bindings: rows.slice(0, 50).map((r) => r.record.bindingKey) },
+      ),
     ]);
     plane.log.info('evictions enqueued', { cluster: name, count: rows.length, tolerated });
   }
@@ -118,15 +117,7 @@ export async function abandonEvictions(plane: ControlPlane, cluster: string, why
   }
   for (const row of abandoned) plane.metrics.recordProcessed(row.record.kind, 'abandoned');
   await plane.events.append([
-    {
-      time: now,
-      kind: 'Cluster',
-      name: cluster,
-      type: 'Normal',
-      reason: 'EvictionsAbandoned',
-      message: `${abandoned.length} eviction(s) abandoned: ${why}`,
-      details: { count: abandoned.length, why, bindings: abandoned.slice(0, 50).map((r) => r.record.bindingKey) },
-    },
+    clusterEvent(cluster, now, 'EvictionsAbandoned', `${abandoned.length} eviction(s) abandoned: ${why}`, 'Normal', { count: abandoned.length, why, bindings: abandoned.slice(0, 50).map((r) => r.record.bindingKey) }),
   ]);
   plane.log.info('evictions abandoned', { cluster, count: abandoned.length, why });
   return abandoned.length;
@@ -182,14 +173,9 @@ export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned
   return { planned, abandoned, resent, retried };
 }
 
-export function evictionEvent(record: EvictionRecord, reason: string, message: string, type: EventRecord['type'] = 'Normal', time = new Date().toISOString()): EventRecord {
-  return {
-    time,
-    kind: record.kind,
-    name: record.namespace ? `${record.namespace}/${record.name}` : record.name,
-    type,
-    reason,
-    message,
-    details: { cluster: record.cluster, purgeMode: record.purgeMode, dueAt: record.dueAt, why: record.why },
-  };
+/** A taint-manager message: plan or abandon the cluster; a change of taints also retries blocked rows (the fleet changed). */
+export async function handleTaintManagerMessage(plane: ControlPlane, message: TaintManagerMessage): Promise<PlanOutcome> {
+  const outcome = await manageCluster(plane, message.cluster);
+  if (message.reason === 'taints-changed') await retryBlocked(plane);
+  return outcome;
 }

@@ -108,6 +108,9 @@ export function blockedUntil(entry: EvictionHistoryEntry, blockPredecessorSecond
  * blockPredecessorSeconds (0 = for ever). Returns the clusters still blocked, the entries to keep, and
  * when the next one expires.
  */
+/** blockPredecessorSeconds when a binding has no application failover of its own (seed 003's default). */
+export const DEFAULT_BLOCK_SECONDS = 600;
+
 export function activeBlocks(history: readonly EvictionHistoryEntry[], blockPredecessorSeconds: number, now: Date): { blocked: string[]; keep: EvictionHistoryEntry[]; nextExpiry?: Date } {
   const keep = history.filter((entry) => {
     const until = blockedUntil(entry, blockPredecessorSeconds);

@@ -13,6 +13,9 @@ export function bindingKey(ref: BindingRef): string {
   return ref.kind === 'ResourceBinding' ? `rb:${ref.namespace ?? 'default'}:${ref.name}` : `crb:${ref.name}`;
 }
 
+/** `namespace/name` for a ResourceBinding, `name` for a ClusterResourceBinding: how events and messages name it. */
+export const displayName = (ref: BindingRef) => (ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name);
+
 export function parseBindingKey(key: string): BindingRef {
   if (key.startsWith('rb:')) {
     const rest = key.slice(3);

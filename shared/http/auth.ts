@@ -12,6 +12,11 @@ export function requireAdmin(req: HttpRequest, auth: AuthSettings): void {
   }
 }
 
+/** The token of an `Authorization: Bearer <token>` header, or null. */
+export function bearerToken(req: HttpRequest): string | null {
+  return /^Bearer\s+(.+)$/i.exec(req.headers.get('authorization') ?? '')?.[1]?.trim() ?? null;
+}
+
 /** A shared-token webhook sender (Alertmanager's bearer token, Azure Monitor's ?token=). */
 export function requireToken(given: string | null, token: string | undefined, setting: string, auth: AuthSettings): void {
   if (auth.mode === 'none') return;

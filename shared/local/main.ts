@@ -32,7 +32,6 @@ const PORT_PATTERN = /^\d{1,5}$/;
 
 async function main(): Promise<void> {
   const started = performance.now();
-  const log = jsonLogger();
   installFunctionsCore();
   // Like `func start`, which ignores function keys locally, the local host checks nothing unless told to.
   if (process.env.AUTH_MODE === undefined) process.env.AUTH_MODE = 'none';
@@ -46,6 +45,8 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  // Made after the settings are read, so an invalid LOG_LEVEL stops the host with the others.
+  const log = jsonLogger({ level: config.logLevel });
   const portSetting = process.env.PORT ?? '7071';
   if (!PORT_PATTERN.test(portSetting) || Number(portSetting) > 65535) {
     process.stderr.write(`Invalid app settings:\n  - PORT: must be a port number 0-65535, got "${portSetting}"\n`);

@@ -1,6 +1,7 @@
 import { ATTR, currentTraceCarrier, inSpan, SpanKind } from '../telemetry/tracing';
 import { QueueClient } from '@azure/storage-queue';
 import { encodeMessage } from './encoding';
+import type { MessageQueue, SendOptions } from '../store/ports';
 
 /** Queue names this app uses. The poison queues are `<name>-poison`. */
 export const QUEUES = {
@@ -18,15 +19,7 @@ export const QUEUES = {
 // Azure Storage allows at most 7 days of initial invisibility.
 const MAX_DELAY_SECONDS = 604_800;
 
-export interface SendOptions {
-  /** Seconds before the message becomes visible (whole seconds; the service's granularity). */
-  delaySeconds?: number;
-}
-
-/** Port: a durable queue of JSON messages. */
-export interface MessageQueue<T> {
-  send(message: T, options?: SendOptions): Promise<void>;
-}
+export type { MessageQueue, SendOptions } from '../store/ports';
 
 /** Adapter: an Azure Storage queue, base64 JSON messages, visibility delays for scheduling. */
 export class StorageMessageQueue<T> implements MessageQueue<T> {

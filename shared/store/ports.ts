@@ -1,6 +1,9 @@
+import type { EvictionRecord, EvictionState, PlacementFacts } from '../failover/bindingModel';
+
 /**
- * Storage ports. Decisions never see these; controllers do. The Table adapter is the only one today;
- * a Karmada API server adapter would map etag to resourceVersion.
+ * Storage and queue ports. Decisions never see these; controllers do. Each has a Table (or Storage queue)
+ * adapter for the app and an in-memory adapter for fast controller tests; a Karmada API server adapter
+ * would map etag to resourceVersion.
  */
 
 export interface Versioned<T> {
@@ -57,4 +60,77 @@ export interface LeaseStore {
   /** True when `owner` holds `name` until now + ttl after the call. */
   acquire(name: string, owner: string, ttlMs: number): Promise<boolean>;
   release(name: string, owner: string): Promise<void>;
+}
+
+export interface SendOptions {
+  /** Seconds before the message becomes visible (whole seconds; the service's granularity). */
+  delaySeconds?: number;
+}
+
+/** A durable queue of JSON messages. */
+export interface MessageQueue<T> {
+  send(message: T, options?: SendOptions): Promise<void>;
+}
+
+/** Pending rows of one cluster shard that share a due time: the unit the pacer reads in due order. */
+export interface DueGroup {
+  dueAt: string;
+  cluster: string;
+  shard: string;
+  rowKey: string;
+}
+
+/** The one global rate row: next free send slot, the pause switch, and the fleet health it was computed at. */
+export interface PacerState {
+  nextSlotAt: string;
+  paused: boolean;
+  tier: string;
+  rate: number;
+  total: number;
+  faulty: number;
+  updatedAt: string;
+}
+
+export interface VersionedEviction {
+  record: EvictionRecord;
+  etag: string;
+}
+
+/**
+ * The eviction ledger and the placement index: one row per (cluster, binding) eviction decision, one
+ * placement row per (cluster, binding) placed, due groups in due order for the pacer, and the pacer's row.
+ * Every conditional write takes the ETag it was read at.
+ */
+export interface EvictionLedger {
+  // placement index
+  /** Upserts placement rows (a bulk import costs one request per 100 of a partition). */
+  upsertPlacements(rows: PlacementFacts[]): Promise<void>;
+  /** Removes a placement row unless a newer binding revision wrote it since. */
+  removePlacement(cluster: string, bindingKey: string, upToRev: number): Promise<void>;
+  /** A cluster's placement rows and ledger rows in one query. */
+  listClusterRows(cluster: string): Promise<{ placements: PlacementFacts[]; evictions: VersionedEviction[] }>;
+  listPlacements(cluster: string): Promise<PlacementFacts[]>;
+  // ledger rows
+  listEvictions(cluster: string, states?: readonly EvictionState[]): Promise<VersionedEviction[]>;
+  /** Ledger rows across clusters, filtered by cluster and/or states. */
+  scanEvictions(filter: { cluster?: string; state?: EvictionState; states?: readonly EvictionState[] }): Promise<VersionedEviction[]>;
+  getEviction(cluster: string, bindingKey: string): Promise<VersionedEviction | undefined>;
+  /** New decisions: absent rows are created, rows given with `replaceEtag` replaced; pending rows get a due entry. */
+  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>): Promise<void>;
+  /** Moves rows to a new state with their ETags, batched; rejects when one of them changed. Returns the new ETags. */
+  updateEvictions(updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>>;
+  /** One row with its ETag; false when someone else changed (or deleted) it first. */
+  updateEviction(record: EvictionRecord, etag: string): Promise<string | false>;
+  /** The worker's commit: the row moves with its ETag and the cluster's placement row goes, atomically. */
+  commitEviction(record: EvictionRecord, etag: string): Promise<boolean>;
+  // due order
+  listDue(horizon: string, limit: number): Promise<DueGroup[]>;
+  /** Up to `limit` pending rows of a cluster due at `dueAt`, in shard order. */
+  pendingDue(cluster: string, dueAt: string, limit: number): Promise<VersionedEviction[]>;
+  deleteDue(groups: DueGroup[]): Promise<void>;
+  addDue(records: EvictionRecord[]): Promise<void>;
+  // pacer row
+  getPacerState(): Promise<{ state: PacerState; etag?: string }>;
+  /** Writes the pacer row with its ETag (create when absent); false when another writer was first. */
+  putPacerState(state: PacerState, etag: string | undefined): Promise<boolean>;
 }

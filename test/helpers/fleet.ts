@@ -47,4 +47,4 @@ export function achievedRate(items: LedgerItem[]): number {
   return (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export { sleep } from '../../shared/clock';

@@ -5,7 +5,7 @@ import { loadConfig } from '../../shared/config';
 import { applicationFailoverResync, checkApplicationFailover, reportWorkloadStatus } from '../../shared/controllers/applicationFailover';
 import { applyBinding } from '../../shared/controllers/bindings';
 import { applyCluster } from '../../shared/controllers/clusters';
-import type { ControlPlane } from '../../shared/controllers/deps';
+import type { ControlPlane } from '../../shared/controllers/ports';
 import { decodeMessage } from '../../shared/queue/encoding';
 import { QUEUES } from '../../shared/queue/storageQueue';
 import { createControlPlane } from '../../shared/runtime';

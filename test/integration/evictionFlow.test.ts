@@ -2,9 +2,10 @@ import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, Periodic
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
-import { applyBinding, writeBinding } from '../../shared/controllers/bindings';
+import { applyBinding } from '../../shared/controllers/bindings';
+import { writeBinding } from '../../shared/controllers/state/bindingWrites';
 import { applyCluster } from '../../shared/controllers/clusters';
-import type { ControlPlane, EvictionMessage } from '../../shared/controllers/deps';
+import type { ControlPlane, EvictionMessage } from '../../shared/controllers/ports';
 import { executeEviction } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
 import { manageCluster, resyncTaintManager } from '../../shared/controllers/taintManager';

@@ -6,7 +6,7 @@ import { LocalFunctionsHost } from '../../shared/local/host';
 import type { HostSettings } from '../../shared/local/hostJson';
 import { encodeMessage } from '../../shared/queue/encoding';
 import { TableLeaseStore, TABLES } from '../../shared/store/tableStorage';
-import { silentLogger } from '../../shared/telemetry/log';
+import { jsonLogger, Logger, silentLogger } from '../../shared/telemetry/log';
 import { startTestStorage, TestStorage } from '../helpers/azurite';
 
 const settings: HostSettings = {
@@ -68,16 +68,34 @@ beforeAll(async () => {
 });
 afterAll(async () => env.close());
 
-function newHost(functions: RegisteredFunction[], overrides: Partial<HostSettings> = {}) {
+function newHost(functions: RegisteredFunction[], overrides: Partial<HostSettings> = {}, log: Logger = silentLogger) {
   return new LocalFunctionsHost({
     functions,
     settings: { ...settings, ...overrides },
     queue: (name) => env.storage.queue(name),
     leases: new TableLeaseStore(env.storage.table(TABLES.leases)),
-    log: silentLogger,
+    log,
     port: 0,
   });
 }
+
+type LogLine = { level: string; msg: string; function?: string; trigger?: string; outcome?: string };
+
+/** What the host would print at `info` and at `debug`, from one run: each line goes to both loggers. */
+function capturedLogs() {
+  const atInfo: LogLine[] = [];
+  const atDebug: LogLine[] = [];
+  const info = jsonLogger({ write: (line) => atInfo.push(JSON.parse(line)), level: 'info' });
+  const debug = jsonLogger({ write: (line) => atDebug.push(JSON.parse(line)), level: 'debug' });
+  const both = (level: keyof Logger) => (message: string, fields?: Record<string, unknown>) => {
+    info[level](message, fields);
+    debug[level](message, fields);
+  };
+  const log: Logger = { debug: both('debug'), info: both('info'), warn: both('warn'), error: both('error') };
+  return { log, atInfo, atDebug };
+}
+
+const invocations = (lines: LogLine[], fn: string) => lines.filter((l) => l.msg === 'invocation' && l.function === fn);
 
 async function until(check: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
   const end = Date.now() + timeoutMs;
@@ -165,6 +183,80 @@ describe('timer triggers', () => {
     const seconds = timerRuns.map((r) => Math.floor(r.at / 1000));
     expect(timerRuns.length).toBeGreaterThanOrEqual(3);
     expect(new Set(seconds).size).toBe(seconds.length);
+  });
+});
+
+describe('invocation log lines', () => {
+  it('log a timer occurrence that did nothing at debug only (silent at info), and one that logged at info', async () => {
+    const idle = `idleTimer${Date.now()}`;
+    const busy = `busyTimer${Date.now()}`;
+    app.timer(idle, { schedule: '* * * * * *', handler: async () => {} });
+    app.timer(busy, { schedule: '* * * * * *', handler: async (_timer, ctx) => ctx.log('did something') });
+    const { log, atInfo, atDebug } = capturedLogs();
+    const host = newHost(testFunctions(idle, busy), {}, log);
+    await host.start();
+    await until(() => invocations(atDebug, idle).length >= 2 && invocations(atDebug, busy).length >= 2);
+    await host.stop();
+    expect(invocations(atInfo, idle)).toEqual([]);
+    expect(atInfo.filter((l) => l.function === idle)).toEqual([]);
+    expect(invocations(atDebug, idle).every((l) => l.level === 'debug' && l.trigger === 'timer' && l.outcome === 'succeeded')).toBe(true);
+    expect(invocations(atInfo, busy).length).toBeGreaterThanOrEqual(2);
+    expect(invocations(atInfo, busy).every((l) => l.level === 'info')).toBe(true);
+    expect(atInfo.some((l) => l.function === busy && l.msg === 'did something' && l.level === 'info')).toBe(true);
+  });
+
+  it('keep a failing timer at error (and its invocation line at info)', async () => {
+    const failing = `failingTimer${Date.now()}`;
+    app.timer(failing, {
+      schedule: '* * * * * *',
+      handler: async () => {
+        throw new Error('boom');
+      },
+    });
+    const { log, atInfo } = capturedLogs();
+    const host = newHost(testFunctions(failing), {}, log);
+    await host.start();
+    await until(() => invocations(atInfo, failing).length >= 1);
+    await host.stop();
+    expect(atInfo.some((l) => l.function === failing && l.msg === 'function failed' && l.level === 'error')).toBe(true);
+    expect(invocations(atInfo, failing)[0]).toMatchObject({ level: 'info', outcome: 'failed' });
+  });
+
+  it('keep HTTP and queue invocations at info even when the function logs nothing', async () => {
+    const { log, atInfo } = capturedLogs();
+    const host = newHost(testFunctions('things', 'echoQueue'), {}, log);
+    await host.start();
+    const before = received.length;
+    await fetch(`${host.url}/api/things/a/parts`);
+    await env.storage.queue('echo').sendMessage(encodeMessage({ quiet: true }));
+    await until(() => received.length > before && invocations(atInfo, 'echoQueue').length === 1);
+    await host.stop();
+    expect(invocations(atInfo, 'things')).toEqual([expect.objectContaining({ level: 'info', trigger: 'http', status: 200 })]);
+    expect(invocations(atInfo, 'echoQueue')).toEqual([expect.objectContaining({ level: 'info', trigger: 'queue', outcome: 'succeeded' })]);
+  });
+});
+
+describe('host start and stop', () => {
+  it('run many timer and queue loops without a MaxListenersExceededWarning, and stop them at once', async () => {
+    // Daily schedules and empty queues: every loop sleeps at once, which is when abort listeners piled up
+    // on the host's one AbortSignal (12 timers + 3 queues here; the app has 7 + 5).
+    const names = Array.from({ length: 12 }, (_, i) => `sleepyTimer${i}x${Date.now()}`);
+    for (const name of names) app.timer(name, { schedule: '0 0 0 * * *', handler: async () => {} });
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning);
+    process.on('warning', onWarning);
+    try {
+      const host = newHost([...testFunctions(...names), ...testFunctions('echoQueue', 'slowQueue', 'failingQueue')]);
+      await host.start();
+      await new Promise((r) => setTimeout(r, 300));
+      const stopping = Date.now();
+      await host.stop();
+      expect(Date.now() - stopping).toBeLessThan(2000);
+      await new Promise((r) => setImmediate(r));
+      expect(warnings.map((w) => `${w.name}: ${w.message}`)).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
   });
 });
 

@@ -1,10 +1,13 @@
+import { TableClient, type TableServiceClientOptions } from '@azure/data-tables';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
 import { reportClusterStatus } from '../../shared/controllers/clusters';
-import { applyTaintPolicy } from '../../shared/controllers/policies';
-import { evaluateCluster } from '../../shared/controllers/taintController';
+import { applyTaintPolicy } from '../../shared/controllers/taintPolicies';
+import { evaluateCluster } from '../../shared/controllers/taintEvaluation';
+import { bindingKey, EvictionRecord, PlacementFacts } from '../../shared/failover/bindingModel';
 import { createControlPlane } from '../../shared/runtime';
+import { shardOf, TableLedger } from '../../shared/store/ledgerTable';
 import { mutate, write } from '../../shared/store/optimistic';
 import { ConcurrencyError } from '../../shared/store/ports';
 import { TableDocumentStore, TableEventLog } from '../../shared/store/tableStorage';
@@ -125,5 +128,94 @@ describe('heartbeat coalescing', () => {
     clock.advance(100);
     await reportClusterStatus(plane, 'beat1', ready('False'));
     expect((await plane.clusters.get('beat1'))!.value.conditions[0].status).toBe('False');
+  });
+});
+
+describe('TableLedger storage layout', () => {
+  const keyOf = (name: string) => bindingKey({ kind: 'ResourceBinding', namespace: 'ns', name });
+  const placement = (name: string): PlacementFacts => ({ cluster: 'm1', kind: 'ResourceBinding', namespace: 'ns', name, resourceKind: 'apps/v1/Deployment', replicas: 2, tolerations: [{ key: 'k', operator: 'Exists' }], rev: 3 });
+  const record = (name: string, extra: Partial<EvictionRecord> = {}): EvictionRecord => ({
+    cluster: 'm1', kind: 'ResourceBinding', namespace: 'ns', name, bindingKey: keyOf(name), resourceKind: 'apps/v1/Deployment', replicas: 2, state: 'pending', reason: 'TaintUntolerated', purgeMode: 'Gracefully',
+    why: 'w', taints: 't', dueAt: '2026-01-01T00:01:00.000Z', decidedAt: '2026-01-01T00:00:00.000Z', decisionRev: 1, attempts: 0, updatedAt: '2026-01-01T00:00:00.000Z', ...extra,
+  });
+  /** `count` binding names in one shard. */
+  const sameShard = (count: number) => {
+    const byShard = new Map<string, string[]>();
+    for (let i = 0; ; i++) {
+      const names = [...(byShard.get(shardOf(keyOf(`n${i}`))) ?? []), `n${i}`];
+      byShard.set(shardOf(keyOf(`n${i}`)), names);
+      if (names.length === count) return names;
+    }
+  };
+
+  it('keeps its shard hash, keys and properties (stored rows outlive the code)', async () => {
+    expect(['rb:ns:a', 'rb:default:web', 'crb:global'].map(shardOf)).toEqual(['27', '32', '3b']);
+    await env.storage.tableService().createTable('ledgerlayout');
+    const client = env.storage.table('ledgerlayout');
+    const ledger = new TableLedger(client);
+    await ledger.upsertPlacements([placement('a')]);
+    await ledger.recordEvictions([{ record: record('a', { traceparent: 'tp' }) }]);
+    const state = { nextSlotAt: '2026-01-01T00:00:05.000Z', paused: false, tier: 'primary', rate: 5, total: 4, faulty: 1, updatedAt: '2026-01-01T00:00:00.000Z' };
+    await ledger.putPacerState(state, undefined);
+    const rows: Array<Record<string, unknown>> = [];
+    for await (const { etag: _etag, timestamp: _timestamp, ...entity } of client.listEntities<Record<string, unknown>>()) rows.push(entity);
+    const { decision, ...eviction } = rows.find((r) => String(r.rowKey).startsWith('e:'))!;
+    expect(rows.map((r) => [r.partitionKey, r.rowKey])).toEqual([
+      ['m1|27', 'b:rb:ns:a'],
+      ['m1|27', 'e:rb:ns:a'],
+      ['~due', '2026-01-01T00:01:00.000Z|m1|27'],
+      ['~pacer', 'state'],
+    ]);
+    expect(rows[0]).toEqual({ partitionKey: 'm1|27', rowKey: 'b:rb:ns:a', cluster: 'm1', kind: 'ResourceBinding', namespace: 'ns', name: 'a', resourceKind: 'apps/v1/Deployment', replicas: 2, tolerations: '[{"key":"k","operator":"Exists"}]', failoverCluster: '', rev: 3 });
+    expect(eviction).toEqual({ partitionKey: 'm1|27', rowKey: 'e:rb:ns:a', state: 'pending', dueAt: '2026-01-01T00:01:00.000Z', attempts: 0, updatedAt: '2026-01-01T00:00:00.000Z' });
+    expect(JSON.parse(String(decision))).toEqual({ resourceKind: 'apps/v1/Deployment', replicas: 2, reason: 'TaintUntolerated', purgeMode: 'Gracefully', why: 'w', taints: 't', decidedAt: '2026-01-01T00:00:00.000Z', decisionRev: 1, traceparent: 'tp' });
+    expect(rows[2]).toEqual({ partitionKey: '~due', rowKey: '2026-01-01T00:01:00.000Z|m1|27', dueAt: '2026-01-01T00:01:00.000Z', cluster: 'm1', shard: '27' });
+    expect(rows[3]).toEqual({ partitionKey: '~pacer', rowKey: 'state', ...state });
+  });
+
+  it('costs the same storage requests per call: one transaction per partition and 100 rows', async () => {
+    await env.storage.tableService().createTable('ledgerrequests');
+    let requests = 0;
+    const counter: NonNullable<TableServiceClientOptions['additionalPolicies']>[number]['policy'] = { name: 'count', sendRequest: (request, next) => (requests++, next(request)) };
+    const client = TableClient.fromConnectionString(env.azurite.connectionString, 'ledgerrequests', { allowInsecureConnection: true, additionalPolicies: [{ policy: counter, position: 'perCall' }] });
+    const ledger = new TableLedger(client);
+    const cost = async (call: () => Promise<unknown>) => {
+      const before = requests;
+      await call();
+      return requests - before;
+    };
+    /** Transactions for rows of these bindings: one per partition (cluster shard) and 100 rows. */
+    const transactions = (names: string[]) => {
+      const perShard = new Map<string, number>();
+      for (const n of names) perShard.set(shardOf(keyOf(n)), (perShard.get(shardOf(keyOf(n))) ?? 0) + 1);
+      return [...perShard.values()].reduce((sum, count) => sum + Math.ceil(count / 100), 0);
+    };
+    const big = sameShard(101);
+    const spread = ['a', 'b', 'c', 'd'];
+    const partitions = transactions(spread);
+    expect(await cost(() => ledger.upsertPlacements([...big, ...spread].map(placement)))).toBe(transactions([...big, ...spread]));
+    // Rows per partition, and the due groups (all in `~due`) in one more.
+    expect(await cost(() => ledger.recordEvictions(spread.map((n) => ({ record: record(n) }))))).toBe(partitions + 1);
+    // 'a' exists: the batches fail on it (other partitions land), then each row is tried alone.
+    expect(await cost(() => ledger.recordEvictions([...big.map((n) => ({ record: record(n, { state: 'blocked' }) })), { record: record('a') }]))).toBe(transactions([...big, 'a']) + 102 + 1);
+    expect(await cost(() => ledger.listClusterRows('m1'))).toBe(1);
+    expect(await cost(() => ledger.listEvictions('m1', ['pending']))).toBe(1);
+    expect(await cost(() => ledger.scanEvictions({ state: 'blocked' }))).toBe(1);
+    const rows = await ledger.pendingDue('m1', '2026-01-01T00:01:00.000Z', 10);
+    expect(rows).toHaveLength(4);
+    expect(await cost(() => ledger.updateEvictions(rows.map((r) => ({ record: { ...r.record, state: 'scheduled' }, etag: r.etag }))))).toBe(partitions);
+    const a = (await ledger.getEviction('m1', keyOf('a')))!;
+    expect(await cost(() => ledger.updateEviction({ ...a.record, attempts: 1 }, a.etag))).toBe(1);
+    const fresh = (await ledger.getEviction('m1', keyOf('a')))!;
+    expect(await cost(() => ledger.commitEviction({ ...fresh.record, state: 'done' }, fresh.etag))).toBe(1);
+    const b = (await ledger.getEviction('m1', keyOf('b')))!;
+    await ledger.removePlacement('m1', keyOf('b'), 3);
+    expect(await cost(() => ledger.commitEviction({ ...b.record, state: 'done' }, b.etag))).toBe(2);
+    expect(await cost(() => ledger.removePlacement('m1', keyOf('c'), 3))).toBe(2);
+    const groups = await ledger.listDue('2026-01-01T00:01:00.000Z', 100);
+    expect(await cost(() => ledger.deleteDue(groups.slice(0, 1)))).toBe(1);
+    expect(await cost(() => ledger.deleteDue(groups))).toBe(1 + groups.length);
+    expect(await cost(() => ledger.addDue([record('a'), record('a')]))).toBe(1);
+    expect(await cost(() => ledger.getPacerState())).toBe(1);
   });
 });

@@ -19,6 +19,7 @@ describe('app settings', () => {
       rates: { resourceEvictionRate: 0.5, secondaryResourceEvictionRate: 0.1, unhealthyClusterThreshold: 0.55, largeClusterNumThreshold: 10 },
       auth: { mode: 'required', signingKey: undefined, clusterKeys: {}, adminToken: undefined, alertmanagerToken: undefined, azureMonitorToken: undefined },
       evictionPlugins: ['ResourceHealth'],
+      logLevel: 'info',
       alerts: { alertmanager: { clusterLabel: 'cluster', conditionLabel: 'condition', statusLabel: 'condition_status' }, azureMonitorClusterMap: {} },
     });
   });
@@ -37,6 +38,9 @@ describe('app settings', () => {
     [{ AUTH_MODE: 'optional' }, 'AUTH_MODE: must be required or none, got "optional"'],
     [{ ADMIN_TOKEN: 'short-secret' }, 'ADMIN_TOKEN: must be at least 16 characters (the value is not shown)'],
     [{ REPORTER_CLUSTER_KEYS: '{"member1": "abc"}' }, 'REPORTER_CLUSTER_KEYS: must be a JSON object of cluster name to key (keys of at least 16 characters); the value is not shown'],
+    [{ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL: must be one of debug, info, warn, error, got "verbose"'],
+    [{ LOG_LEVEL: 'warning' }, 'LOG_LEVEL: must be one of debug, info, warn, error, got "warning"'],
+    [{ LOG_LEVEL: '2' }, 'LOG_LEVEL: must be one of debug, info, warn, error, got "2"'],
   ];
   it.each(invalid)('refuses %j, naming the setting', (env, problem) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
@@ -45,6 +49,18 @@ describe('app settings', () => {
     } catch (error) {
       expect((error as ConfigError).problems).toEqual([problem]);
     }
+  });
+
+  it.each([
+    ['debug', 'debug'],
+    ['info', 'info'],
+    ['warn', 'warn'],
+    ['error', 'error'],
+    [' DEBUG ', 'debug'],
+    ['Error', 'error'],
+    ['', 'info'],
+  ])('reads LOG_LEVEL=%j as %s', (value, level) => {
+    expect(loadConfig({ LOG_LEVEL: value }).logLevel).toBe(level);
   });
 
   it('accepts false spellings', () => {

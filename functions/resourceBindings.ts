@@ -1,0 +1,29 @@
+import { app } from '@azure/functions';
+import { notFound } from '../shared/api/errors';
+import { deleteBinding, getBinding, listBindings } from '../shared/controllers/bindings';
+import { displayName } from '../shared/failover/bindingModel';
+import { requireAdmin } from '../shared/http/auth';
+import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
+import { controlPlane } from '../shared/runtime';
+
+/** GET /api/resourcebindings[/{namespace}[/{name}]], DELETE /api/resourcebindings/{namespace}/{name}. */
+export const resourceBindings = httpFunction(async (req) => {
+  const plane = controlPlane();
+  const { namespace, name } = req.params;
+  if (!namespace || !name) {
+    allowMethods(req, ['GET']);
+    return json(200, { apiVersion: 'work.karmada.io/v1alpha2', kind: 'ResourceBindingList', items: await listBindings(plane, 'ResourceBinding', namespace) });
+  }
+  const ref = { kind: 'ResourceBinding', namespace, name } as const;
+  allowMethods(req, ['GET', 'DELETE']);
+  if (req.method.toUpperCase() === 'DELETE') {
+    requireAdmin(req, plane.config.auth);
+    if (!(await deleteBinding(plane, ref))) throw notFound(`${ref.kind} "${displayName(ref)}" not found`);
+    return json(200, { kind: ref.kind, name: displayName(ref), action: 'deleted' });
+  }
+  const binding = await getBinding(plane, ref);
+  if (!binding) throw notFound(`${ref.kind} "${displayName(ref)}" not found`);
+  return json(200, binding);
+});
+
+app.http('resourceBindings', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'resourcebindings/{namespace?}/{name?}', handler: resourceBindings });

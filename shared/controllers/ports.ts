@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import type { Clock } from '../clock';
+import type { AppConfig } from '../config';
+import type { EvictionRecord } from '../failover/bindingModel';
+import type { DocumentStore, EventLog, EvictionLedger, MessageQueue } from '../store/ports';
+import type { Logger } from '../telemetry/log';
+import type { FailoverMetrics } from '../telemetry/metrics';
+import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord } from './records';
+
+export type { DocumentStore, EventLog, EvictionLedger, MessageQueue } from '../store/ports';
+
+/**
+ * The controllers' ports: what they touch, injected. Every queue message is defined here once, as a zod
+ * schema: the sender is typed by it and the handler (functions/) parses with it.
+ */
+
+/** A request to re-evaluate one cluster's taints, now or at `dueAt`. */
+export const taintEvaluationMessage = z.object({
+  cluster: z.string().min(1).max(63),
+  reason: z.enum(['deadline', 'policy-changed', 'resync']),
+  dueAt: z.iso.datetime({ offset: true }).optional(),
+});
+export type TaintEvaluationMessage = z.infer<typeof taintEvaluationMessage>;
+
+/** Plan or abandon the evictions of one cluster (its faulty taints changed, a binding landed there, or a resync). */
+export const taintManagerMessage = z.object({
+  cluster: z.string().min(1).max(63),
+  reason: z.enum(['taints-changed', 'binding-changed', 'resync']),
+});
+export type TaintManagerMessage = z.infer<typeof taintManagerMessage>;
+
+/** One paced eviction: the ledger row it executes, with the ETag the pacer left it at. */
+export const evictionMessage = z.object({
+  cluster: z.string().min(1).max(63),
+  bindingKey: z.string().min(1).max(400),
+  etag: z.string().min(1),
+  slot: z.iso.datetime({ offset: true }),
+  // The row as the pacer wrote it (the frozen decision), so the worker need not read it back; every
+  // write made from it is conditional on `etag`.
+  record: z
+    .looseObject({
+      cluster: z.string(),
+      bindingKey: z.string(),
+      kind: z.enum(['ResourceBinding', 'ClusterResourceBinding']),
+      name: z.string(),
+      state: z.enum(['pending', 'scheduled', 'done', 'abandoned', 'blocked', 'failed']),
+      purgeMode: z.enum(['Directly', 'Gracefully']),
+      dueAt: z.string(),
+      decidedAt: z.string(),
+      attempts: z.number(),
+    })
+    .optional(),
+});
+export type EvictionMessage = Omit<z.infer<typeof evictionMessage>, 'record'> & { record?: EvictionRecord };
+
+/** A binding to place. */
+export const schedulerMessage = z.object({ binding: z.string().min(1).max(400) });
+export type SchedulerMessage = z.infer<typeof schedulerMessage>;
+
+/** A binding whose application failover should be checked, now or at `dueAt`. */
+export const applicationFailoverMessage = z.object({ binding: z.string().min(1).max(400), dueAt: z.iso.datetime({ offset: true }).optional() });
+export type ApplicationFailoverMessage = z.infer<typeof applicationFailoverMessage>;
+
+/** Everything the controllers touch: Table and Storage queue adapters in the app, in-memory adapters in fast tests. */
+export interface ControlPlane {
+  clusters: DocumentStore<ClusterRecord>;
+  policies: DocumentStore<PolicyRecord>;
+  events: EventLog;
+  evaluations: MessageQueue<TaintEvaluationMessage>;
+  bindings: DocumentStore<BindingRecord>;
+  propagationPolicies: DocumentStore<PropagationPolicyRecord>;
+  ledger: EvictionLedger;
+  taintManager: MessageQueue<TaintManagerMessage>;
+  evictions: MessageQueue<EvictionMessage>;
+  scheduler: MessageQueue<SchedulerMessage>;
+  applicationFailover: MessageQueue<ApplicationFailoverMessage>;
+  metrics: FailoverMetrics;
+  clock: Clock;
+  config: AppConfig;
+  log: Logger;
+}

@@ -1,0 +1,94 @@
+import { isFaultyTaint } from '../../failover/evictionDecision';
+import { evaluateTaintPolicies, TaintChange } from '../../failover/taintPolicy';
+import { keep, mutate, Mutation, write } from '../../store/optimistic';
+import type { EventRecord, Versioned } from '../../store/ports';
+import { annotate, ATTR } from '../../telemetry/tracing';
+import type { ControlPlane } from '../ports';
+import { ClusterRecord, clusterFacts, PolicyRecord, taintPolicy } from '../records';
+import { taintChangeEvent } from './events';
+import { loadTaintPolicies } from './reads';
+
+/**
+ * Seconds before a deadline at which a delayed evaluation message becomes visible. It covers the queue's
+ * one-second visibility granularity plus host.json's maxPollingInterval (1 s); the handler then waits out
+ * the remainder, so the taint lands at the deadline rather than up to two seconds after it.
+ */
+export const EVALUATION_LEAD_SECONDS = 2;
+
+export interface ClusterUpdate<R> {
+  record: ClusterRecord;
+  result: R;
+  events?: EventRecord[];
+}
+
+export interface ClusterUpdateOutcome<R> {
+  result: R;
+  record?: ClusterRecord;
+  etag?: string;
+  changes: TaintChange[];
+}
+
+type Written<R> = { value: R; record?: ClusterRecord; changes: TaintChange[]; events: EventRecord[] };
+
+/**
+ * The one way a cluster document changes: apply `change`, re-evaluate the taint policies on the result,
+ * write with the ETag (retrying from a fresh read on conflict), then record events, schedule the next
+ * deadline, and hand a change of faulty taints to the taint manager. `{ unchanged }` leaves it alone.
+ */
+export async function updateCluster<R>(
+  plane: ControlPlane,
+  name: string,
+  change: (current: ClusterRecord | undefined, now: Date) => ClusterUpdate<R> | { unchanged: R },
+  policies?: PolicyRecord[],
+): Promise<ClusterUpdateOutcome<R>> {
+  // Loaded only when something changes: an unchanged heartbeat costs no policy read.
+  let taintPolicies: ReturnType<typeof taintPolicy>[] | undefined = policies?.map(taintPolicy);
+  let schedule: Date | undefined;
+  let faultyChanged = false;
+  const outcome = await mutate<ClusterRecord, Written<R>>(plane.clusters, name, async (current: Versioned<ClusterRecord> | undefined): Promise<Mutation<ClusterRecord, Written<R>>> => {
+    const now = plane.clock.now();
+    const proposed = change(current ? structuredClone(current.value) : undefined, now);
+    if ('unchanged' in proposed) return keep({ value: proposed.unchanged, record: current?.value, changes: [], events: [] });
+    const next = proposed.record;
+    taintPolicies ??= (await loadTaintPolicies(plane)).map(taintPolicy);
+    const evaluation = evaluateTaintPolicies(clusterFacts(next), taintPolicies, now);
+    next.taints = evaluation.taints;
+    next.policyWindows = evaluation.policyWindows;
+    schedule = undefined;
+    const scheduled = next.evaluationScheduledFor ? new Date(next.evaluationScheduledFor) : undefined;
+    if (evaluation.nextDeadline && (!scheduled || scheduled.getTime() <= now.getTime() || scheduled.getTime() > evaluation.nextDeadline.getTime())) {
+      next.evaluationScheduledFor = evaluation.nextDeadline.toISOString();
+      schedule = evaluation.nextDeadline;
+    }
+    faultyChanged = faultyIds(current?.value.taints ?? []) !== faultyIds(next.taints);
+    const events = [...(proposed.events ?? []), ...evaluation.changes.map((c) => taintChangeEvent(next.name, c, now))];
+    const result = { value: proposed.result, record: next, changes: evaluation.changes, events };
+    if (current && JSON.stringify(current.value) === JSON.stringify(next)) return keep(result);
+    return write(next, result);
+  });
+  const { value, record, changes, events } = outcome.result;
+  if (events.length > 0) await plane.events.append(events);
+  if (changes.length > 0) annotate({ [ATTR.cluster]: name, [ATTR.taint]: changes.map((c) => `${c.action} ${c.taint.key}:${c.taint.effect}`).join(', ') });
+  for (const c of changes) {
+    plane.log.info(`taint ${c.action}`, { cluster: name, taint: `${c.taint.key}:${c.taint.effect}`, policy: c.policy, reason: c.reason });
+  }
+  if (schedule) await scheduleEvaluation(plane, name, schedule);
+  // The taint manager plans (or abandons) this cluster's evictions when its faulty taints change.
+  if (faultyChanged && outcome.etag !== undefined) await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
+  return { result: value, record, etag: outcome.etag, changes };
+}
+
+/** The cluster's NoExecute/PreferNoExecute taints, as one comparable string. */
+function faultyIds(taints: ClusterRecord['taints']): string {
+  return taints
+    .filter(isFaultyTaint)
+    .map((t) => `${t.key}:${t.effect}@${t.timeAdded}`)
+    .sort()
+    .join(',');
+}
+
+/** Queues a re-evaluation of `cluster` at `dueAt` (visible EVALUATION_LEAD_SECONDS before it). */
+export async function scheduleEvaluation(plane: ControlPlane, cluster: string, dueAt: Date): Promise<void> {
+  const seconds = (dueAt.getTime() - plane.clock.now().getTime()) / 1000 - EVALUATION_LEAD_SECONDS;
+  await plane.evaluations.send({ cluster, reason: 'deadline', dueAt: dueAt.toISOString() }, { delaySeconds: Math.max(0, Math.floor(seconds)) });
+}

@@ -1,0 +1,37 @@
+import type { TaintChange } from '../failover/taintPolicy';
+import { ATTR, inSpan } from '../telemetry/tracing';
+import type { ControlPlane } from './ports';
+import type { PolicyRecord } from './records';
+import { updateCluster } from './state/clusterWrites';
+
+export { EVALUATION_LEAD_SECONDS, scheduleEvaluation } from './state/clusterWrites';
+import { loadTaintPolicies } from './state/reads';
+
+/**
+ * Taint evaluation outside a health report: at a window's deadline, after a policy change, and the
+ * minute resync. The rule itself runs in updateCluster (state/clusterWrites.ts), on every cluster write.
+ */
+
+/** Re-evaluates one cluster. A missing cluster is nothing to do. */
+export async function evaluateCluster(plane: ControlPlane, name: string, policies?: PolicyRecord[]): Promise<TaintChange[]> {
+  return inSpan('taint.evaluate', { attributes: { [ATTR.cluster]: name } }, async () => {
+    const outcome = await updateCluster(plane, name, (current) => (current ? { record: current, result: undefined } : { unchanged: undefined }), policies);
+    return outcome.changes;
+  });
+}
+
+/** The safety net behind the deadline messages: evaluates every cluster against the current policies. */
+export async function resyncAllClusters(plane: ControlPlane): Promise<{ clusters: number; changes: number }> {
+  const policies = await loadTaintPolicies(plane);
+  const clusters = await plane.clusters.list();
+  let changes = 0;
+  for (const entry of clusters) changes += (await evaluateCluster(plane, entry.id, policies)).length;
+  return { clusters: clusters.length, changes };
+}
+
+/** Queues an immediate re-evaluation of every cluster (after a policy is applied or deleted). */
+export async function fanOutEvaluations(plane: ControlPlane): Promise<number> {
+  const clusters = await plane.clusters.list();
+  await Promise.all(clusters.map((entry) => plane.evaluations.send({ cluster: entry.id, reason: 'policy-changed' })));
+  return clusters.length;
+}

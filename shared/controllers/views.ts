@@ -1,0 +1,109 @@
+import type { EvictionRecord } from '../failover/bindingModel';
+import type { FleetHealth } from '../failover/evictionDecision';
+import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, StoredMetadata } from './records';
+
+/**
+ * What the HTTP API returns, built from what is stored: the Karmada-shaped objects (plus what explains
+ * them), ledger rows and the fleet. One module, so every endpoint shows the same shape.
+ */
+
+const CLUSTER_API_VERSION = 'cluster.karmada.io/v1alpha1';
+const POLICY_API_VERSION = 'policy.karmada.io/v1alpha1';
+
+const metadataView = (record: StoredMetadata, etag?: string) => ({
+  name: record.name,
+  uid: record.uid,
+  creationTimestamp: record.createdAt,
+  generation: record.generation,
+  ...(etag ? { resourceVersion: etag } : {}),
+  ...(Object.keys(record.labels).length > 0 ? { labels: record.labels } : {}),
+  ...(Object.keys(record.annotations).length > 0 ? { annotations: record.annotations } : {}),
+});
+
+/** The Karmada-shaped Cluster the API returns, plus what explains its taints. */
+export function clusterResource(record: ClusterRecord, etag?: string) {
+  return {
+    apiVersion: CLUSTER_API_VERSION,
+    kind: 'Cluster',
+    metadata: metadataView(record, etag),
+    spec: {
+      ...record.spec,
+      taints: record.taints.map((t) => ({ key: t.key, ...(t.value !== undefined ? { value: t.value } : {}), effect: t.effect, timeAdded: t.timeAdded })),
+    },
+    status: {
+      conditions: record.conditions,
+      ...(record.lastReportAt ? { lastHeartbeatTime: record.lastReportAt } : {}),
+      taintHolders: record.taints.map((t) => ({ key: t.key, effect: t.effect, policies: t.owners, manual: t.manual })),
+      policyWindows: Object.entries(record.policyWindows)
+        .map(([policy, w]) => ({ policy, matched: w.matched, since: w.since }))
+        .sort((a, b) => a.policy.localeCompare(b.policy)),
+    },
+  };
+}
+
+export function policyResource(record: PolicyRecord, etag?: string) {
+  return {
+    apiVersion: POLICY_API_VERSION,
+    kind: 'ClusterTaintPolicy',
+    metadata: metadataView(record, etag),
+    spec: record.spec,
+  };
+}
+
+export function propagationPolicyResource(record: PropagationPolicyRecord, etag?: string) {
+  return {
+    apiVersion: POLICY_API_VERSION,
+    kind: record.kind,
+    metadata: { ...metadataView(record, etag), ...(record.namespace ? { namespace: record.namespace } : {}) },
+    spec: record.spec,
+  };
+}
+
+export function bindingResource(record: BindingRecord, etag?: string) {
+  return {
+    apiVersion: 'work.karmada.io/v1alpha2',
+    kind: record.kind,
+    metadata: { ...metadataView(record, etag), ...(record.namespace ? { namespace: record.namespace } : {}) },
+    spec: record.spec,
+    status: { ...record.status, ...(record.inheritedFrom ? { propagationPolicy: record.inheritedFrom } : {}) },
+  };
+}
+
+/** One ledger row as GET /api/evictions shows it. */
+export function evictionView(record: EvictionRecord) {
+  return {
+    cluster: record.cluster,
+    binding: { kind: record.kind, ...(record.namespace ? { namespace: record.namespace } : {}), name: record.name },
+    resourceKind: record.resourceKind,
+    state: record.state,
+    reason: record.reason,
+    why: record.why,
+    purgeMode: record.purgeMode,
+    decidedAt: record.decidedAt,
+    dueAt: record.dueAt,
+    scheduledFor: record.scheduledFor ?? null,
+    executedAt: record.executedAt ?? null,
+    attempts: record.attempts,
+    message: record.message ?? null,
+  };
+}
+
+/** GET /api/fleet. */
+export function fleetView(
+  health: FleetHealth & { faultyClusters: string[] },
+  switches: { failoverEnabled: boolean; paused: boolean },
+  waiting: { pending: number; scheduled: number },
+) {
+  return {
+    total: health.total,
+    faulty: health.faulty,
+    failureRatio: health.failureRatio,
+    tier: health.tier,
+    rate: health.rate,
+    failoverEnabled: switches.failoverEnabled,
+    paused: switches.paused,
+    pending: waiting.pending,
+    scheduled: waiting.scheduled,
+    faultyClusters: health.faultyClusters,
+  };
+}

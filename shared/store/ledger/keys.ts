@@ -1,0 +1,63 @@
+import { odata } from '@azure/data-tables';
+
+/**
+ * Keys of the ledger table. One table, partitioned by cluster shard: row keys `b:<binding>` are placement
+ * rows and `e:<binding>` ledger rows; partition `~due` orders pending evictions by due time for the pacer,
+ * and `~pacer` holds the global rate row. The in-memory ledger uses the same keys, so it orders rows the
+ * way the service does.
+ */
+
+export const PLACEMENT = 'b:';
+export const EVICTION = 'e:';
+export const DUE = '~due';
+export const PACER = '~pacer';
+export const PACER_ROW = 'state';
+/** At most this many actions in one transaction (the service's limit). */
+export const BATCH = 100;
+
+/**
+ * A cluster's rows are spread over SHARDS partitions (`<cluster>|<shard>`) by a hash of the binding, so a
+ * cluster with 20,000 bindings is not one hot partition (Azure serves ~2,000 entities/s per partition, and
+ * Azurite's inserts slow down with partition size). A binding's placement and ledger rows share a shard,
+ * so the worker's commit stays one transaction. "A cluster's rows" is one partition-key range query.
+ */
+export const SHARDS = 64;
+
+/** FNV-1a of the binding key, modulo SHARDS, as two hex digits (so shards sort in hash order). */
+export function shardOf(bindingKey: string): string {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < bindingKey.length; i++) hash = Math.imul(hash ^ bindingKey.charCodeAt(i), 0x01000193) >>> 0;
+  return (hash % SHARDS).toString(16).padStart(2, '0');
+}
+
+export const clusterPartition = (cluster: string, bindingKey: string): string => `${cluster}|${shardOf(bindingKey)}`;
+/** The cluster of a `<cluster>|<shard>` partition key. */
+export const clusterOfPartition = (partitionKey: string): string => partitionKey.split('|')[0];
+
+/** A half-open key range: `ge <= key < lt`. */
+export interface KeyRange {
+  ge: string;
+  lt: string;
+}
+
+export const inRange = (key: string, range: KeyRange): boolean => key >= range.ge && key < range.lt;
+
+/** Every partition of one cluster: `<cluster>|00` … `<cluster>|3f` ('~' sorts after the hex digits). */
+export const clusterPartitions = (cluster: string): KeyRange => ({ ge: cluster + '|', lt: cluster + '|~' });
+/** Placement rows. */
+export const PLACEMENT_ROWS: KeyRange = { ge: PLACEMENT, lt: 'b;' };
+/** Ledger rows. */
+export const EVICTION_ROWS: KeyRange = { ge: EVICTION, lt: 'e;' };
+/** Placement rows and ledger rows (and anything between `b:` and `e;`): what `listClusterRows` reads. */
+export const CLUSTER_ROWS: KeyRange = { ge: PLACEMENT, lt: 'e;' };
+
+/** The due row of one cluster shard and due time: row keys sort by due time. */
+export const dueRowKey = (dueAt: string, cluster: string, shard: string): string => `${dueAt}|${cluster}|${shard}`;
+/** Due rows are read up to and including every row key that starts with `horizon`. */
+export const dueHorizon = (horizon: string): string => horizon + '~';
+
+// OData filters of the ranges above, for the Table adapter.
+export const clusterRange = (cluster: string): string => rangeFilter('PartitionKey', clusterPartitions(cluster));
+export const rowRange = (range: KeyRange): string => rangeFilter('RowKey', range);
+const rangeFilter = (property: 'PartitionKey' | 'RowKey', range: KeyRange): string =>
+  property === 'PartitionKey' ? odata`PartitionKey ge ${range.ge} and PartitionKey lt ${range.lt}` : odata`RowKey ge ${range.ge} and RowKey lt ${range.lt}`;

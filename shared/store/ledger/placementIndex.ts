@@ -1,0 +1,46 @@
+import type { TableClient } from '@azure/data-tables';
+import type { PlacementFacts } from '../../failover/bindingModel';
+import type { VersionedEviction } from '../ports';
+import { evictionFromEntity, placementEntity, placementFromEntity } from './entities';
+import { CLUSTER_ROWS, clusterPartition, clusterRange, EVICTION, PLACEMENT, PLACEMENT_ROWS, rowRange } from './keys';
+import { queryAll, statusOf, submit } from './transactions';
+
+/** The placement index: one `b:<binding>` row per (cluster, binding) placed, in the binding's cluster shard. */
+export class TablePlacementIndex {
+  constructor(private readonly client: TableClient) {}
+
+  /** Upserts placement rows, batched per cluster partition (a bulk import costs one request per 100). */
+  async upsertPlacements(rows: PlacementFacts[]): Promise<void> {
+    await submit(this.client, rows.map((row) => ['upsert', placementEntity(row), 'Replace']));
+  }
+
+  /** Removes a placement row unless a newer binding revision wrote it since (ETag-checked). */
+  async removePlacement(cluster: string, bindingKey: string, upToRev: number): Promise<void> {
+    try {
+      const partition = clusterPartition(cluster, bindingKey);
+      const entity = await this.client.getEntity<{ rev: number }>(partition, PLACEMENT + bindingKey);
+      if (Number(entity.rev) > upToRev) return;
+      await this.client.deleteEntity(partition, PLACEMENT + bindingKey, { etag: entity.etag });
+    } catch (error) {
+      const status = statusOf(error);
+      if (status !== 404 && status !== 412) throw error;
+    }
+  }
+
+  /** A cluster's placement rows and ledger rows in one range query (the taint manager reads both). */
+  async listClusterRows(cluster: string): Promise<{ placements: PlacementFacts[]; evictions: VersionedEviction[] }> {
+    const rows = await queryAll<Record<string, unknown>>(this.client, `${clusterRange(cluster)} and ${rowRange(CLUSTER_ROWS)}`);
+    const placements: PlacementFacts[] = [];
+    const evictions: VersionedEviction[] = [];
+    for (const row of rows) {
+      if (row.rowKey.startsWith(PLACEMENT)) placements.push(placementFromEntity(row));
+      else if (row.rowKey.startsWith(EVICTION)) evictions.push({ record: evictionFromEntity(row), etag: row.etag });
+    }
+    return { placements, evictions };
+  }
+
+  async listPlacements(cluster: string): Promise<PlacementFacts[]> {
+    const rows = await queryAll<Record<string, unknown>>(this.client, `${clusterRange(cluster)} and ${rowRange(PLACEMENT_ROWS)}`);
+    return rows.map(placementFromEntity);
+  }
+}

@@ -1,0 +1,76 @@
+import { RestError, TableClient, TransactionAction } from '@azure/data-tables';
+import { BATCH } from './keys';
+
+/** The HTTP status of a failed storage call (a RestError, or anything that carries `statusCode`). */
+export const statusOf = (error: unknown): number | undefined =>
+  error instanceof RestError ? error.statusCode : (error as { statusCode?: number } | undefined)?.statusCode;
+
+/**
+ * Groups actions by partition and cuts each partition's actions into chunks of at most BATCH, in input
+ * order: the transactions `submit` sends (and the in-memory ledger applies), one atomic unit each.
+ */
+export function transactionChunks(partitionOf: (index: number) => string, count: number): number[][] {
+  const byPartition = new Map<string, number[]>();
+  for (let i = 0; i < count; i++) {
+    const partition = partitionOf(i);
+    const list = byPartition.get(partition);
+    if (list) list.push(i);
+    else byPartition.set(partition, [i]);
+  }
+  const chunks: number[][] = [];
+  for (const indexes of byPartition.values()) for (let i = 0; i < indexes.length; i += BATCH) chunks.push(indexes.slice(i, i + BATCH));
+  return chunks;
+}
+
+export const partitionOfAction = (action: TransactionAction): string => String((action[1] as { partitionKey: string }).partitionKey);
+
+/**
+ * Submits actions as transactions of at most 100, one partition each, `concurrency` at a time; returns the
+ * ETags in input order. Each transaction is all-or-nothing; when one fails the call rejects with its error,
+ * and the transactions of other partitions may have been (or may still be) written.
+ */
+export async function submit(client: TableClient, actions: TransactionAction[], concurrency = 8): Promise<Array<string | undefined>> {
+  const chunks = transactionChunks((i) => partitionOfAction(actions[i]), actions.length);
+  const etags: Array<string | undefined> = new Array(actions.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < chunks.length) {
+      const chunk = chunks[next++];
+      const response = await client.submitTransaction(chunk.map((i) => actions[i]));
+      response.subResponses.forEach((sub, k) => (etags[chunk[k]] = sub.etag));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, chunks.length) }, worker));
+  return etags;
+}
+
+/** A batch fails whole on one conflict; then each action is tried alone and the ones that conflict (409, 412) are skipped. */
+export async function submitOrOneByOne(client: TableClient, actions: TransactionAction[]): Promise<void> {
+  try {
+    await submit(client, actions);
+  } catch (error) {
+    if (!isConflict(error)) throw error;
+    for (const action of actions) {
+      try {
+        await submit(client, [action]);
+      } catch (single) {
+        if (!isConflict(single)) throw single;
+      }
+    }
+  }
+}
+
+const isConflict = (error: unknown) => {
+  const status = statusOf(error);
+  return status === 409 || status === 412;
+};
+
+/** Every entity a filter matches, all pages (1,000 a page), optionally only some properties. */
+export async function queryAll<T>(client: TableClient, filter: string, select?: string[]): Promise<Array<T & { rowKey: string; etag: string }>> {
+  const out: Array<T & { rowKey: string; etag: string }> = [];
+  const pages = client.listEntities<Record<string, unknown>>({ queryOptions: { filter, ...(select ? { select } : {}) } }).byPage({ maxPageSize: 1000 });
+  for await (const page of pages) {
+    for (const entity of page) out.push(entity as unknown as T & { rowKey: string; etag: string });
+  }
+  return out;
+}

@@ -1,0 +1,92 @@
+import { ConcurrencyError, DocumentStore, Versioned } from '../ports';
+import { checkKey, nextEtag } from './errors';
+import { BeforeWrite, FaultOptions, Faults } from './faults';
+
+export type DocumentMethod = keyof DocumentStore<unknown>;
+
+// The Table adapter's limit: 30 properties of 30,000 characters.
+const MAX_JSON = 30 * 30_000;
+
+/**
+ * Documents in memory with the Table adapter's semantics: ids sort like row keys (and are refused where a
+ * row key would be), `create` conflicts, `replace` and `delete` check the ETag, ETags change on every
+ * write. Values are stored as JSON, the Table adapter's stored form: a write keeps a copy (so later changes
+ * to the caller's object do not reach the store), a read returns a new copy, and what does not survive
+ * JSON (undefined properties, Dates, class instances) comes back as it would from the Table.
+ * `failNext` and `beforeWrite` make chosen calls fail (see `Faults`).
+ */
+export class MemoryDocumentStore<T> implements DocumentStore<T> {
+  private readonly docs = new Map<string, { json: string; etag: string }>();
+  readonly faults = new Faults<DocumentMethod>();
+
+  constructor(options: { beforeWrite?: BeforeWrite<DocumentMethod> } = {}) {
+    this.faults.beforeWrite = options.beforeWrite;
+  }
+
+  failNext(method: DocumentMethod, error: Error, options?: FaultOptions): void {
+    this.faults.failNext(method, error, options);
+  }
+
+  set beforeWrite(hook: BeforeWrite<DocumentMethod> | undefined) {
+    this.faults.beforeWrite = hook;
+  }
+  get beforeWrite(): BeforeWrite<DocumentMethod> | undefined {
+    return this.faults.beforeWrite;
+  }
+
+  get(id: string): Promise<Versioned<T> | undefined> {
+    return this.faults.run('get', [id], false, () => {
+      const doc = this.docs.get(id);
+      return doc && { value: JSON.parse(doc.json) as T, etag: doc.etag };
+    });
+  }
+
+  list(): Promise<Array<Versioned<T> & { id: string }>> {
+    return this.faults.run('list', [], false, () =>
+      [...this.docs.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map((id) => ({ id, value: JSON.parse(this.docs.get(id)!.json) as T, etag: this.docs.get(id)!.etag })),
+    );
+  }
+
+  create(id: string, value: T): Promise<string> {
+    return this.faults.run('create', [id, value], true, () => {
+      const json = encode(id, value);
+      if (this.docs.has(id)) throw new ConcurrencyError(`${id} already exists`);
+      return this.put(id, json);
+    });
+  }
+
+  replace(id: string, value: T, etag: string): Promise<string> {
+    return this.faults.run('replace', [id, value, etag], true, () => {
+      const json = encode(id, value);
+      const current = this.docs.get(id);
+      if (!current || (etag !== '*' && etag !== current.etag)) throw new ConcurrencyError(`${id} changed since it was read`);
+      return this.put(id, json);
+    });
+  }
+
+  delete(id: string, etag?: string): Promise<boolean> {
+    return this.faults.run('delete', [id, etag], true, () => {
+      const current = this.docs.get(id);
+      if (!current) {
+        if (etag) throw new ConcurrencyError(`${id} was deleted since it was read`);
+        return false;
+      }
+      if (etag && etag !== '*' && etag !== current.etag) throw new ConcurrencyError(`${id} changed since it was read`);
+      this.docs.delete(id);
+      return true;
+    });
+  }
+
+  private put(id: string, json: string): string {
+    const etag = nextEtag();
+    this.docs.set(id, { json, etag });
+    return etag;
+  }
+}
+
+function encode(id: string, value: unknown): string {
+  const json = JSON.stringify(value);
+  if (json.length > MAX_JSON) throw new Error(`document ${id} is too large to store (${json.length} characters)`);
+  checkKey(id, 'RowKey');
+  return json;
+}

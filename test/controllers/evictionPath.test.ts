@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest';
+import { decodeApplyDocuments } from '../../shared/api/decode';
+import { applyObjects } from '../../shared/controllers/apply';
+import { executeEviction, WorkerOutcome } from '../../shared/controllers/evictionWorker';
+import { runPacer, setPaused } from '../../shared/controllers/pacer';
+import type { EvictionMessage } from '../../shared/controllers/ports';
+import { manageCluster } from '../../shared/controllers/taintManager';
+import { binding, cluster } from '../helpers/fleet';
+import { memoryPlane, MemoryPlane } from '../helpers/memoryPlane';
+
+/**
+ * The cluster-failover path on the in-memory ports, table-driven: taint manager → ledger → pacer → queue →
+ * worker → binding. Fast (no Azurite); the adapters behave as the Table ones (test/integration/ports.contract.test.ts).
+ */
+
+async function fleet(m: MemoryPlane, objects: unknown[]): Promise<void> {
+  await applyObjects(m.plane, decodeApplyDocuments(objects));
+}
+
+/**
+ * One second of the app: the pacer ticks, then the worker executes each queued message whose slot falls
+ * within the second, at its slot (as the queue and the worker's wait do). Returns what ran.
+ */
+async function second(m: MemoryPlane, queued: EvictionMessage[]): Promise<Array<{ message: EvictionMessage; outcome: WorkerOutcome }>> {
+  const tick = m.clock.now().getTime();
+  await runPacer(m.plane);
+  queued.push(...m.evictions.takeAll().map((s) => s.message));
+  queued.sort((a, b) => a.slot.localeCompare(b.slot));
+  const results = [];
+  while (queued.length > 0 && Date.parse(queued[0].slot) < tick + 1000) {
+    const message = queued.shift()!;
+    m.clock.set(new Date(Math.max(tick, Date.parse(message.slot))));
+    results.push({ message, outcome: await executeEviction(m.plane, message) });
+  }
+  m.clock.set(new Date(tick + 1000));
+  return results;
+}
+
+const rowsOf = async (m: MemoryPlane, name: string) => (await m.ledger.scanEvictions({ cluster: name })).map((r) => r.record);
+
+describe('taint manager: who must leave a faulty cluster', () => {
+  const cases: Array<{ name: string; spec: Record<string, unknown>; taint?: string; planned: number; tolerated: number }> = [
+    { name: 'NoExecute, no toleration: leaves now', spec: {}, planned: 1, tolerated: 0 },
+    { name: 'NoExecute tolerated forever: stays', spec: { placement: { clusterTolerations: [{ key: 'test/failed', operator: 'Exists', effect: 'NoExecute' }] } }, planned: 0, tolerated: 1 },
+    { name: 'NoExecute tolerated for 60 s: leaves then', spec: { placement: { clusterTolerations: [{ key: 'test/failed', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 60 }] } }, planned: 1, tolerated: 0 },
+    { name: 'PreferNoExecute without failover.cluster: stays', spec: {}, taint: 'PreferNoExecute', planned: 0, tolerated: 1 },
+    { name: 'PreferNoExecute with failover.cluster: leaves', spec: { failover: { cluster: { purgeMode: 'Directly', tolerationSeconds: 0 } } }, taint: 'PreferNoExecute', planned: 1, tolerated: 0 },
+  ];
+  it.each(cases)('$name', async ({ spec, taint, planned, tolerated }) => {
+    const m = memoryPlane();
+    const failed = { ...cluster('m1'), spec: { taints: [{ key: 'test/failed', effect: taint ?? 'NoExecute' }] } };
+    await fleet(m, [failed, cluster('m2'), binding('web', ['m1'], spec)]);
+    const outcome = await manageCluster(m.plane, 'm1');
+    expect({ planned: outcome.planned, tolerated: outcome.tolerated }).toEqual({ planned, tolerated });
+    expect((await rowsOf(m, 'm1')).map((r) => r.state)).toEqual(planned ? ['pending'] : []);
+    // Re-running never decides twice.
+    expect((await manageCluster(m.plane, 'm1')).planned).toBe(0);
+  });
+});
+
+describe('eviction worker outcomes', () => {
+  const cases: Array<{ name: string; setup?: (m: MemoryPlane) => Promise<void>; affinity?: string[]; outcome: WorkerOutcome; row: string; placedOn: string[]; tasks: string[] }> = [
+    { name: 'evicts: the cluster leaves, a task keeps the old copy, the scheduler places it again', outcome: 'evicted', row: 'done', placedOn: ['m2'], tasks: ['m1'] },
+    { name: 'postponed while paused: the row waits, pending', setup: (m) => setPaused(m.plane, true), outcome: 'postponed', row: 'pending', placedOn: ['m1'], tasks: [] },
+    {
+      name: 'left: the binding no longer runs there',
+      setup: async (m) => fleet(m, [binding('web', ['m2'], { placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } } })]),
+      outcome: 'left',
+      row: 'abandoned',
+      placedOn: ['m2'],
+      tasks: [],
+    },
+    { name: 'blocked: nowhere to go, it stays', affinity: ['m1'], outcome: 'blocked', row: 'blocked', placedOn: ['m1'], tasks: [] },
+  ];
+  it.each(cases)('$name', async ({ setup, affinity, outcome, row, placedOn, tasks }) => {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '10' });
+    await fleet(m, [cluster('m1', true), cluster('m2'), cluster('m3'), binding('web', ['m1'], { placement: { clusterAffinity: { clusterNames: affinity ?? ['m1', 'm2'] } } })]);
+    await manageCluster(m.plane, 'm1');
+    // The pacer claims the row first; what happens before its slot decides the outcome.
+    await runPacer(m.plane);
+    const [{ message }] = m.evictions.takeAll();
+    await setup?.(m);
+    m.clock.set(message.slot);
+    expect(await executeEviction(m.plane, message)).toBe(outcome);
+    expect((await rowsOf(m, 'm1')).map((r) => r.state)).toEqual([row]);
+    const stored = (await m.bindings.get('rb:default:web'))!.value;
+    expect(stored.spec.clusters?.map((c) => c.name)).toEqual(placedOn);
+    expect((stored.spec.gracefulEvictionTasks ?? []).map((t) => t.fromCluster)).toEqual(tasks);
+    // A redelivered message changes nothing more.
+    const before = JSON.stringify([await rowsOf(m, 'm1'), (await m.bindings.get('rb:default:web'))!.value.spec]);
+    await executeEviction(m.plane, message);
+    expect(JSON.stringify([await rowsOf(m, 'm1'), (await m.bindings.get('rb:default:web'))!.value.spec])).toBe(before);
+  });
+
+  it('paces a cluster of 12 bindings at the configured rate and evicts each exactly once', async () => {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '2' });
+    const names = Array.from({ length: 12 }, (_, i) => `w${i}`);
+    await fleet(m, [cluster('m1', true), cluster('m2'), cluster('m3'), ...names.map((n) => binding(n, ['m1'], { placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } } }))]);
+    await manageCluster(m.plane, 'm1');
+    const slots: number[] = [];
+    const queued: EvictionMessage[] = [];
+    for (let tick = 0; tick < 20 && slots.length < names.length; tick++) {
+      for (const { message, outcome } of await second(m, queued)) {
+        expect(outcome).toBe('evicted');
+        slots.push(Date.parse(message.slot));
+      }
+    }
+    expect(slots).toHaveLength(12);
+    // Slots 1/rate apart: 0.5 s.
+    for (let i = 1; i < slots.length; i++) expect(slots[i] - slots[i - 1]).toBe(500);
+    expect((await rowsOf(m, 'm1')).every((r) => r.state === 'done')).toBe(true);
+    for (const n of names) expect((await m.bindings.get(`rb:default:${n}`))!.value.spec.gracefulEvictionTasks).toHaveLength(1);
+  });
+});

@@ -1,0 +1,30 @@
+import { ManualClock } from '../../shared/clock';
+import { loadConfig } from '../../shared/config';
+import type { ApplicationFailoverMessage, ControlPlane, EvictionMessage, SchedulerMessage, TaintEvaluationMessage, TaintManagerMessage } from '../../shared/controllers/ports';
+import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord } from '../../shared/controllers/records';
+import { MemoryDocumentStore, MemoryEventLog, MemoryLedger, MemoryMessageQueue } from '../../shared/store/memory';
+import { silentLogger } from '../../shared/telemetry/log';
+import { FailoverMetrics } from '../../shared/telemetry/metrics';
+
+/** A control plane on the in-memory adapters, with a manual clock: controllers run as in the app, no Azurite. */
+export function memoryPlane(settings: Record<string, string> = {}, start = '2026-01-01T00:00:00.000Z') {
+  const clock = new ManualClock(start);
+  const now = () => clock.now();
+  const stores = {
+    clusters: new MemoryDocumentStore<ClusterRecord>(),
+    policies: new MemoryDocumentStore<PolicyRecord>(),
+    events: new MemoryEventLog(),
+    bindings: new MemoryDocumentStore<BindingRecord>(),
+    propagationPolicies: new MemoryDocumentStore<PropagationPolicyRecord>(),
+    ledger: new MemoryLedger(),
+    evaluations: new MemoryMessageQueue<TaintEvaluationMessage>(now),
+    taintManager: new MemoryMessageQueue<TaintManagerMessage>(now),
+    evictions: new MemoryMessageQueue<EvictionMessage>(now),
+    scheduler: new MemoryMessageQueue<SchedulerMessage>(now),
+    applicationFailover: new MemoryMessageQueue<ApplicationFailoverMessage>(now),
+  };
+  const plane: ControlPlane = { ...stores, metrics: new FailoverMetrics(), clock, config: loadConfig({ FAILOVER_ENABLED: 'true', ...settings }), log: silentLogger };
+  return { plane, clock, ...stores };
+}
+
+export type MemoryPlane = ReturnType<typeof memoryPlane>;
