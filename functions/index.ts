@@ -32,6 +32,7 @@ import './taintManager';
 import './taintManagerResync';
 import './evictionPacer';
 import './evictionWorker';
+import './evictionRepair';
 import './scheduler';
 import './schedulerResync';
 import './gracefulEvictionSweep';

@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { sleep } from '../clock';
 import { EvictionRecord, parseBindingKey } from '../failover/bindingModel';
+import { isFaultyTaint } from '../failover/evictionDecision';
 import { evictFromPlacement } from '../failover/placementEviction';
 import { preScheduleCheck } from '../failover/precheck';
 import { keep, write } from '../store/optimistic';
-import type { Versioned } from '../store/ports';
+import type { Versioned, VersionedEviction } from '../store/ports';
 import { errorFields } from '../telemetry/log';
 import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import { unschedule } from './pacer';
@@ -11,18 +13,33 @@ import type { ControlPlane, EvictionMessage } from './ports';
 import type { BindingRecord } from './records';
 import { scheduleBinding } from './scheduler';
 import { writeBinding } from './state/bindingWrites';
+import { RecentCache } from './state/cache';
 import { evictionEvent } from './state/events';
 import { fleetClusters, recentPacerState } from './state/reads';
 
 const MAX_SLOT_WAIT_MS = 15_000;
-
-export type WorkerOutcome = 'evicted' | 'duplicate' | 'postponed' | 'blocked' | 'left' | 'lost-race';
+/** A scheduled row this long past its slot has lost its message or its worker (a live worker acts at the slot). */
+export const REPAIR_AFTER_MS = 10_000;
+/** When this process last scanned and found no scheduled row at all. */
+const cleanScans = new RecentCache<number>(Number.POSITIVE_INFINITY);
 
 /**
- * Executes one paced eviction. Re-reads everything; acts only if the row is still `scheduled` at the ETag
- * the pacer left, the gate is on, evictions are not paused or halted, and the workload has somewhere to
- * go. The row moves to `done` with its ETag before the binding is written (the commit point): a recovery
- * that abandons the row first wins, and under at-least-once delivery the eviction takes effect once.
+ * `evicted`: this call took the cluster out; `finished`: it completed an eviction an earlier attempt had
+ * applied to the binding but not committed; `recovered`: the cluster is no longer faulty, the row is
+ * abandoned; `requeued`: (repair only) the row is back in line for a new slot.
+ */
+export type WorkerOutcome = 'evicted' | 'finished' | 'duplicate' | 'postponed' | 'blocked' | 'left' | 'recovered' | 'requeued' | 'lost-race';
+
+/**
+ * Executes one paced eviction. Acts only if the row is still `scheduled` at the ETag the pacer left, the
+ * gate is on, evictions are not paused or halted, the source cluster still carries a faulty taint (read
+ * from storage just before acting: design decision 8), and the workload has somewhere to go.
+ *
+ * The effect comes first and the ledger commit second: the binding is written (with its ETag) carrying the
+ * decision's mark, then the row moves to `done` with its ETag. A crash between the two leaves a `scheduled`
+ * row whose binding already carries the mark; whoever settles that row next (a redelivery, or the repair
+ * timer within seconds) sees the mark and finishes the eviction (commit, `Evicted` event, rescheduling)
+ * without evicting again. The `Evicted` event is written with an id, so finishing twice records it once.
  */
 export async function executeEviction(plane: ControlPlane, message: EvictionMessage): Promise<WorkerOutcome> {
   return inSpan('eviction.execute', { attributes: { [ATTR.cluster]: message.cluster, [ATTR.binding]: message.bindingKey } }, async () => {
@@ -42,85 +59,162 @@ async function execute(plane: ControlPlane, message: EvictionMessage): Promise<W
   const wait = Date.parse(message.slot) - plane.clock.now().getTime();
   if (wait > 0) await sleep(Math.min(wait, MAX_SLOT_WAIT_MS));
   // The message carries the row as scheduled; every write below is conditional on its ETag, so a row that
-  // changed meanwhile (abandoned, done) is never acted on. Older messages without it read the row.
+  // changed meanwhile (abandoned, done, back in line) is never acted on. Older messages without it read the row.
   const row = message.record ? { record: message.record, etag: message.etag } : await plane.ledger.getEviction(message.cluster, message.bindingKey);
-  if (!row) return 'duplicate';
-  if (row.record.state === 'done') return (await finishCommitted(plane, row.record, true)).done ? 'evicted' : 'duplicate';
-  if (row.record.state !== 'scheduled' || row.etag !== message.etag) return 'duplicate';
+  if (!row || row.record.state !== 'scheduled' || row.etag !== message.etag) return 'duplicate';
+  return settleScheduledRow(plane, row, 'evict');
+}
 
+/** The identity of a decision: its row is replaced when a later failure decides anew. */
+const decisionOf = (record: EvictionRecord) => record.decidedAt;
+
+/**
+ * Settles a `scheduled` row: the worker at the row's slot (`evict`), or the repair for a row whose slot
+ * passed long ago (`requeue`: a lost message or a dead worker; instead of evicting now, outside the rate,
+ * the row goes back in line for a new slot). Both finish an eviction already applied to the binding.
+ */
+export async function settleScheduledRow(plane: ControlPlane, row: VersionedEviction, mode: 'evict' | 'requeue'): Promise<WorkerOutcome> {
+  const { record } = row;
   const state = await recentPacerState(plane);
   const hold = !plane.config.failoverEnabled ? 'the Failover gate is off' : state.paused ? 'evictions are paused' : state.tier === 'halted' ? 'evictions are halted: too many clusters are faulty' : undefined;
+
+  const binding = await plane.bindings.get(record.bindingKey);
+  const mark = binding?.value.evictionMarks?.[record.cluster];
+  const placedOn = (binding?.value.spec.clusters ?? []).map((c) => c.name);
+  if (binding && mark?.decision === decisionOf(record) && !placedOn.includes(record.cluster)) {
+    // This decision already took the cluster out (the attempt that did it died before its commit).
+    return finishEviction(plane, row, mark.at);
+  }
   if (hold) {
-    await unschedule(plane, row.record, row.etag, hold);
+    await unschedule(plane, record, row.etag, hold);
     return 'postponed';
   }
-
-  const binding = await plane.bindings.get(message.bindingKey);
-  const placedOn = (binding?.value.spec.clusters ?? []).map((c) => c.name);
-  const now = plane.clock.now();
-  if (!binding || !placedOn.includes(message.cluster)) {
-    const left = { ...row.record, state: 'abandoned' as const, message: binding ? 'the binding is no longer on this cluster' : 'the binding was deleted', updatedAt: now.toISOString() };
-    if ((await plane.ledger.updateEviction(left, row.etag)) === false) return 'duplicate';
-    plane.metrics.recordProcessed(row.record.kind, 'abandoned');
-    return 'left';
+  // Design decision 8: the source cluster's taint, read now from storage (no cache an abandon pass could race).
+  const source = await plane.clusters.get(record.cluster);
+  if (!source?.value.taints.some(isFaultyTaint)) {
+    return (await abandon(plane, row, source ? 'the cluster recovered before its slot: it has no NoExecute or PreferNoExecute taint' : 'the cluster was deleted')) ? 'recovered' : 'duplicate';
+  }
+  if (!binding || !placedOn.includes(record.cluster)) {
+    return (await abandon(plane, row, binding ? 'the binding is no longer on this cluster' : 'the binding was deleted')) ? 'left' : 'duplicate';
+  }
+  if (mode === 'requeue') {
+    await unschedule(plane, record, row.etag, 'its slot passed without an eviction (a lost message or a stopped worker): back in line for a new slot');
+    return 'requeued';
   }
 
-  const check = preScheduleCheck({ placement: binding.value.spec.placement, placedOn, evictFrom: message.cluster, clusters: await fleetClusters(plane) });
+  const now = plane.clock.now();
+  const check = preScheduleCheck({ placement: binding.value.spec.placement, placedOn, evictFrom: record.cluster, clusters: await fleetClusters(plane) });
   if (!check.ok) {
-    const blocked = { ...row.record, state: 'blocked' as const, message: check.reason, attempts: row.record.attempts + 1, updatedAt: now.toISOString() };
+    const blocked = { ...record, state: 'blocked' as const, message: check.reason, attempts: record.attempts + 1, updatedAt: now.toISOString() };
     if ((await plane.ledger.updateEviction(blocked, row.etag)) !== false) {
-      plane.metrics.recordProcessed(row.record.kind, 'blocked');
-      await plane.events.append([evictionEvent(blocked, now, 'EvictionBlocked', `stays on ${message.cluster}: ${check.reason}`, 'Warning')]);
-      plane.log.warn('eviction blocked', { cluster: message.cluster, binding: message.bindingKey, reason: check.reason });
+      plane.metrics.recordProcessed(record.kind, 'blocked');
+      await plane.events.append([evictionEvent(blocked, now, 'EvictionBlocked', `stays on ${record.cluster}: ${check.reason}`, 'Warning')]);
+      plane.log.warn('eviction blocked', { cluster: record.cluster, binding: record.bindingKey, reason: check.reason });
     }
     return 'blocked';
   }
 
-  // Commit point. decisionRev now records the binding revision the eviction applies to, so a redelivered
-  // message can finish an interrupted eviction but never evict a later placement.
-  const committed: EvictionRecord = { ...row.record, state: 'done', executedAt: now.toISOString(), attempts: row.record.attempts + 1, decisionRev: binding.value.rev, updatedAt: now.toISOString() };
-  if (!(await plane.ledger.commitEviction(committed, row.etag))) {
-    // Someone changed the row first. If it is `done`, this is a redelivery of an eviction that was
-    // committed but not finished (the host died in between): finish it.
-    const latest = await plane.ledger.getEviction(message.cluster, message.bindingKey);
-    if (latest?.record.state === 'done' && (await finishCommitted(plane, latest.record, true)).done) return 'evicted';
-    return 'lost-race';
-  }
-  const finished = await finishCommitted(plane, committed, false, binding);
-  // The binding lost a cluster: place it again, here and now from the version just written (no queue hop,
-  // no re-read); if that fails, the scheduler queue (and its resync) takes it.
-  try {
-    await scheduleBinding(plane, message.bindingKey, undefined, finished.written);
-  } catch (error) {
-    plane.log.warn('rescheduling after eviction failed; queued for the scheduler', { binding: message.bindingKey, ...errorFields(error) });
-    await plane.scheduler.send({ binding: message.bindingKey });
-  }
-  const latency = (now.getTime() - Date.parse(row.record.decidedAt)) / 1000;
-  plane.metrics.recordProcessed(row.record.kind, 'success', latency);
-  await plane.events.append([evictionEvent(committed, now, 'Evicted', `evicted from ${message.cluster} (${committed.purgeMode}): ${committed.why}`, 'Warning')]);
-  plane.log.info('evicted', { cluster: message.cluster, binding: message.bindingKey, purgeMode: committed.purgeMode, latencySeconds: latency });
-  return 'evicted';
-}
-
-/**
- * Removes the cluster from the binding and records the graceful-eviction task; idempotent. A redelivered
- * message (`redelivery`) finishes only if the binding is still at the revision the commit saw.
- */
-async function finishCommitted(plane: ControlPlane, record: EvictionRecord, redelivery: boolean, current?: Versioned<BindingRecord>): Promise<{ done: boolean; written?: Versioned<BindingRecord> }> {
-  const { result, record: written, etag } = await writeBinding<boolean>(
+  // The effect: the cluster leaves the binding (one rule: failover/placementEviction.ts) with this
+  // decision's mark, in one ETag-guarded write. Its placement row goes with the ledger commit below.
+  const executedAt = now.toISOString();
+  const { result: evicted, record: written, etag } = await writeBinding<boolean>(
     plane,
     record.bindingKey,
-    (current, now) => {
-      if (!current || (redelivery && current.rev !== record.decisionRev)) return keep(false);
-      const eviction = evictFromPlacement(current.spec, record.cluster, { reason: 'TaintUntolerated', producer: 'TaintManager', purgeMode: record.purgeMode }, now);
+    (current, at) => {
+      if (!current) return keep(false);
+      const eviction = evictFromPlacement(current.spec, record.cluster, { reason: 'TaintUntolerated', producer: 'TaintManager', purgeMode: record.purgeMode }, at);
       if (!eviction.evicted) return keep(false);
       current.spec.clusters = eviction.clusters;
       current.spec.gracefulEvictionTasks = eviction.gracefulEvictionTasks;
+      const placed = new Set(eviction.clusters.map((c) => c.name));
+      const marks = Object.fromEntries(Object.entries(current.evictionMarks ?? {}).filter(([cluster]) => !placed.has(cluster)));
+      current.evictionMarks = { ...marks, [record.cluster]: { decision: decisionOf(record), at: executedAt } };
       current.generation += 1;
       current.traceparent = currentTraceCarrier().traceparent;
       return write(current, true);
     },
-    { placementsAlreadyRemoved: [record.cluster], current },
+    { placementsAlreadyRemoved: [record.cluster], current: binding },
   );
-  return { done: result, ...(written && etag ? { written: { value: written, etag } } : {}) };
+  if (!evicted) {
+    // The binding left the cluster between the read and the write (another path took it): settle again.
+    return (await abandon(plane, row, 'the binding is no longer on this cluster')) ? 'left' : 'duplicate';
+  }
+  const outcome = await finishEviction(plane, row, executedAt, written && etag ? { value: written, etag } : undefined);
+  return outcome === 'finished' ? 'evicted' : outcome;
+}
+
+/**
+ * Completes an eviction whose effect is in the binding: the `Evicted` event (idempotent), the ledger
+ * commit (row `done`, its placement row removed), then the rescheduling. Whoever's commit lands does the
+ * metrics; the event and the rescheduling are safe to repeat.
+ */
+async function finishEviction(plane: ControlPlane, row: VersionedEviction, executedAt: string, written?: Versioned<BindingRecord>): Promise<WorkerOutcome> {
+  const { record } = row;
+  const now = plane.clock.now();
+  const committed: EvictionRecord = { ...record, state: 'done', executedAt, attempts: record.attempts + 1, updatedAt: now.toISOString(), commitId: randomUUID() };
+  await plane.events.append([
+    { ...evictionEvent(committed, executedAt, 'Evicted', `evicted from ${record.cluster} (${committed.purgeMode}): ${committed.why}`, 'Warning'), id: `evicted-${record.cluster}-${decisionOf(record)}` },
+  ]);
+  let etag = row.etag;
+  let landed = false;
+  for (let attempt = 0; attempt < 5 && !landed; attempt++) {
+    if (await plane.ledger.commitEviction(committed, etag)) {
+      landed = true;
+      break;
+    }
+    // The row changed: someone finished it (done), or a recovery or the repair moved it. The binding has
+    // this decision's effect, so the ledger must say `done` whatever it says now.
+    const latest = await plane.ledger.getEviction(record.cluster, record.bindingKey);
+    if (!latest || decisionOf(latest.record) !== decisionOf(record)) return 'lost-race';
+    if (latest.record.state === 'done') {
+      // Our own commit, answered with a lost response and retried, or another finisher's.
+      if (latest.record.commitId !== committed.commitId) return 'duplicate';
+      landed = true;
+      break;
+    }
+    etag = latest.etag;
+  }
+  if (!landed) throw new Error(`could not commit the eviction of ${record.bindingKey} from ${record.cluster}: the ledger row keeps changing`);
+  // The binding lost a cluster: place it again, here and now from the version just written (no queue hop,
+  // no re-read); if that fails, the scheduler queue (and its resync) takes it.
+  try {
+    await scheduleBinding(plane, record.bindingKey, undefined, written);
+  } catch (error) {
+    plane.log.warn('rescheduling after eviction failed; queued for the scheduler', { binding: record.bindingKey, ...errorFields(error) });
+    await plane.scheduler.send({ binding: record.bindingKey });
+  }
+  const latency = (Date.parse(executedAt) - Date.parse(record.decidedAt)) / 1000;
+  plane.metrics.recordProcessed(record.kind, 'success', latency);
+  plane.log.info('evicted', { cluster: record.cluster, binding: record.bindingKey, purgeMode: committed.purgeMode, latencySeconds: latency });
+  return 'finished';
+}
+
+/** The row ends `abandoned` (ETag-checked); false when it changed first. */
+async function abandon(plane: ControlPlane, row: VersionedEviction, why: string): Promise<boolean> {
+  const left = { ...row.record, state: 'abandoned' as const, message: why, updatedAt: plane.clock.now().toISOString() };
+  if ((await plane.ledger.updateEviction(left, row.etag)) === false) return false;
+  plane.metrics.recordProcessed(row.record.kind, 'abandoned');
+  return true;
+}
+
+/**
+ * The repair (a timer, every few seconds): a `scheduled` row whose slot passed more than `staleAfterMs`
+ * ago lost its message or its worker. Its eviction is finished if the binding already carries it, the row
+ * is abandoned if the cluster recovered or the binding left, and otherwise it goes back in line (paced
+ * like any other row: never re-sent all at once).
+ */
+export async function repairInFlight(plane: ControlPlane, staleAfterMs = REPAIR_AFTER_MS): Promise<Record<string, number>> {
+  const now = plane.clock.now().getTime();
+  // Idle costs one cached read: nothing was scheduled since the last scan that found no scheduled row.
+  const clearAt = cleanScans.peek(plane);
+  if (clearAt !== undefined && Date.parse((await recentPacerState(plane)).nextSlotAt) <= clearAt) return {};
+  const scheduled = await plane.ledger.scanEvictions({ state: 'scheduled' });
+  if (scheduled.length === 0) cleanScans.set(plane, now);
+  const stale = scheduled.filter((row) => row.record.scheduledFor && Date.parse(row.record.scheduledFor) < now - staleAfterMs);
+  const outcomes: Record<string, number> = {};
+  for (const row of stale) {
+    const outcome = await settleScheduledRow(plane, row, 'requeue');
+    outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
+  }
+  return outcomes;
 }

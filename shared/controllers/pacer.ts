@@ -92,9 +92,16 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
     try {
       etags = await plane.ledger.updateEvictions(updates);
     } catch {
-      // One row changed since it was read (abandoned on recovery): settle them one by one.
+      // One row changed since it was read (abandoned on recovery), and the batches without it may have
+      // landed: read each row again. Ours are scheduled with this tick's stamp (send them with their new
+      // ETag); one still pending at its old ETag is tried alone; any other was taken by someone else.
       etags = [];
-      for (const update of updates) etags.push((await plane.ledger.updateEviction(update.record, update.etag)) || undefined);
+      for (const update of updates) {
+        const latest = await plane.ledger.getEviction(update.record.cluster, update.record.bindingKey);
+        if (latest?.record.state === 'scheduled' && latest.record.updatedAt === update.record.updatedAt && latest.record.scheduledFor === update.record.scheduledFor) etags.push(latest.etag);
+        else if (latest?.record.state === 'pending' && latest.etag === update.etag) etags.push((await plane.ledger.updateEviction(update.record, update.etag)) || undefined);
+        else etags.push(undefined);
+      }
     }
     indexes.forEach((i, k) => {
       const newEtag = etags[k];

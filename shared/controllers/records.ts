@@ -89,6 +89,12 @@ export interface BindingRecord extends StoredMetadata {
   traceparent?: string;
   /** The propagation policy this binding took placement and/or failover from, and which. */
   inheritedFrom?: PolicyRef & { fields: InheritedField[] };
+  /**
+   * Per cluster this binding was evicted from by the taint manager: the ledger decision (its decidedAt)
+   * and when. Written in the same write that takes the cluster out, so an eviction interrupted before its
+   * ledger commit is recognised and finished, never repeated. Not part of the API view.
+   */
+  evictionMarks?: Record<string, { decision: string; at: string }>;
 }
 
 export interface PropagationPolicyRecord extends StoredMetadata, PolicyRef {

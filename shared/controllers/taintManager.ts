@@ -1,4 +1,7 @@
-import { ACTIVE_STATES, bindingKey, EvictionRecord, parseBindingKey } from '../failover/bindingModel';
+import { ACTIVE_STATES, bindingKey, EvictionRecord, EvictionState, parseBindingKey } from '../failover/bindingModel';
+
+/** Rows waiting for a slot or a target: what a recovery abandons at once. */
+const WAITING_STATES: readonly EvictionState[] = ['pending', 'blocked'];
 import { decideEviction, isFaultyTaint } from '../failover/evictionDecision';
 import type { VersionedEviction } from '../store/ports';
 import { queueNameOf } from '../telemetry/metrics';
@@ -101,19 +104,40 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
   return { cluster: name, faulty: true, planned: rows.length, tolerated, alreadyDecided, abandoned: 0 };
 }
 
-/** Design decision 8: a recovered cluster's pending, scheduled and blocked rows are abandoned, ETag-checked. */
+/**
+ * Design decision 8: a recovered cluster's waiting rows (`pending`, `blocked`) are abandoned, ETag-checked.
+ * `scheduled` rows are left to their worker, which reads the taint from storage right before it acts and
+ * abandons the row itself (or the repair timer does, if the worker is gone): abandoning them here would
+ * race a worker that has already read the taint. Counts only the rows this pass really moved.
+ */
 export async function abandonEvictions(plane: ControlPlane, cluster: string, why: string): Promise<number> {
-  const active = await plane.ledger.listEvictions(cluster, ACTIVE_STATES);
-  if (active.length === 0) return 0;
+  const waiting = await plane.ledger.listEvictions(cluster, WAITING_STATES);
+  if (waiting.length === 0) return 0;
   const now = plane.clock.now().toISOString();
-  const updates = active.map(({ record, etag }) => ({ record: { ...record, state: 'abandoned' as const, message: why, updatedAt: now }, etag }));
+  const updates = waiting.map(({ record, etag }) => ({ record: { ...record, state: 'abandoned' as const, message: why, updatedAt: now }, etag }));
   let abandoned: VersionedEviction[] = [];
   try {
     await plane.ledger.updateEvictions(updates);
-    abandoned = active;
+    abandoned = waiting;
   } catch {
-    // A row moved under us (the worker committed one): settle them one at a time; the committed ones stay.
-    for (const [i, update] of updates.entries()) if ((await plane.ledger.updateEviction(update.record, update.etag)) !== false) abandoned.push(active[i]);
+    // A row moved under us (the pacer scheduled it, a retry re-queued it); the batches without a stale
+    // row may have landed. Read each row again: ours are abandoned with this pass's stamp; a row still
+    // waiting is abandoned one by one with its new ETag.
+    for (const row of waiting) {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const latest = await plane.ledger.getEviction(cluster, row.record.bindingKey);
+        if (!latest) break;
+        if (latest.record.state === 'abandoned' && latest.record.updatedAt === now && latest.record.message === why) {
+          abandoned.push(latest);
+          break;
+        }
+        if (!WAITING_STATES.includes(latest.record.state)) break;
+        if ((await plane.ledger.updateEviction({ ...latest.record, state: 'abandoned', message: why, updatedAt: now }, latest.etag)) !== false) {
+          abandoned.push(latest);
+          break;
+        }
+      }
+    }
   }
   for (const row of abandoned) plane.metrics.recordProcessed(row.record.kind, 'abandoned');
   await plane.events.append([
@@ -139,9 +163,10 @@ export async function retryBlocked(plane: ControlPlane): Promise<number> {
 
 /**
  * The periodic resync: plans every faulty cluster, abandons rows of clusters that are no longer faulty,
- * re-sends scheduled rows whose message was lost, retries blocked rows, and refreshes the ledger gauges.
+ * retries blocked rows, and refreshes the ledger gauges. Scheduled rows whose message was lost are the
+ * repair timer's (evictionWorker.ts `repairInFlight`): it puts them back in line, paced.
  */
-export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned: number; abandoned: number; resent: number; retried: number }> {
+export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned: number; abandoned: number; retried: number }> {
   const clusters = await fleetClusters(plane, 0);
   const faulty = new Set(clusters.filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name));
   let planned = 0;
@@ -150,15 +175,6 @@ export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned
   const active = await plane.ledger.scanEvictions({ states: ['pending', 'scheduled'] });
   for (const cluster of new Set(active.map((r) => r.record.cluster))) {
     if (!faulty.has(cluster)) abandoned += (await manageCluster(plane, cluster)).abandoned;
-  }
-  // A scheduled row whose slot is a minute gone lost its message (a crash between the two writes): send again.
-  const now = plane.clock.now().getTime();
-  let resent = 0;
-  for (const { record, etag } of active) {
-    if (record.state === 'scheduled' && record.scheduledFor && Date.parse(record.scheduledFor) < now - 60_000 && faulty.has(record.cluster)) {
-      await plane.evictions.send({ cluster: record.cluster, bindingKey: record.bindingKey, etag, slot: new Date(now).toISOString() });
-      resent++;
-    }
   }
   const retried = await retryBlocked(plane);
   const depth: Record<string, number> = {};
@@ -170,7 +186,7 @@ export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned
     byKind.set(id, { cluster: record.cluster, resourceKind: record.resourceKind, count: (byKind.get(id)?.count ?? 0) + 1 });
   }
   plane.metrics.setLedger({ depth, byKind: [...byKind.values()] });
-  return { planned, abandoned, resent, retried };
+  return { planned, abandoned, retried };
 }
 
 /** A taint-manager message: plan or abandon the cluster; a change of taints also retries blocked rows (the fleet changed). */

@@ -61,6 +61,8 @@ export interface EvictionRecord extends BindingRef {
   updatedAt: string;
   /** W3C traceparent of the decision, so the pacer and the worker continue the failure's trace. */
   traceparent?: string;
+  /** Set by the commit that moved the row to `done`: a retried commit recognises its own write. */
+  commitId?: string;
 }
 
 export const resourceKindOf = (spec: Pick<BindingSpec, 'resource'>) => `${spec.resource.apiVersion}/${spec.resource.kind}`;

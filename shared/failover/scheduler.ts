@@ -34,12 +34,18 @@ export type ScheduleResult =
 
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Why a cluster may not take this binding, or undefined when it may. */
-export function rejectionReason(cluster: SchedulableCluster, placement: Placement | undefined, blocked: readonly string[]): string | undefined {
+/**
+ * Why a cluster may not take this binding, or undefined when it may. A cluster the binding is already
+ * placed on is not rejected for its taints (Karmada's TaintToleration filter does the same): taking a
+ * workload off a faulty cluster is the taint manager's paced eviction, with a graceful-eviction task, never
+ * a side effect of placing the binding again (a Divided re-division would otherwise drop a second failed
+ * cluster at once, outside the rate and without a task).
+ */
+export function rejectionReason(cluster: SchedulableCluster, placement: Placement | undefined, blocked: readonly string[], placed = false): string | undefined {
   if (!matchesClusterAffinity(placement?.clusterAffinity, cluster)) return 'does not match the cluster affinity';
   if (cluster.deleting) return 'is being deleted';
   if (blocked.includes(cluster.name)) return 'is blocked by the eviction history';
-  return unschedulableReason(cluster, placement?.clusterTolerations ?? []);
+  return placed ? undefined : unschedulableReason(cluster, placement?.clusterTolerations ?? []);
 }
 
 export function schedule(input: ScheduleInput): ScheduleResult {
@@ -47,7 +53,7 @@ export function schedule(input: ScheduleInput): ScheduleResult {
   const rejected: Record<string, string> = {};
   const feasible: string[] = [];
   for (const cluster of [...input.clusters].sort((a, b) => byName(a.name, b.name))) {
-    const why = rejectionReason(cluster, input.placement, blocked);
+    const why = rejectionReason(cluster, input.placement, blocked, input.current.some((c) => c.name === cluster.name));
     if (why) rejected[cluster.name] = why;
     else feasible.push(cluster.name);
   }

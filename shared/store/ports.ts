@@ -32,6 +32,11 @@ export class ConcurrencyError extends Error {
 }
 
 export interface EventRecord {
+  /**
+   * Makes the write idempotent: events with the same id (and time) are one event, so a step that is
+   * retried after a crash records its event once. Not returned by `list`.
+   */
+  id?: string;
   time: string;
   kind: string;
   name: string;

@@ -106,10 +106,13 @@ export class TableEventLog implements EventLog {
   constructor(private readonly client: TableClient) {}
 
   async append(events: EventRecord[]): Promise<void> {
-    const byPartition = new Map<string, Record<string, unknown>[]>();
+    const byPartition = new Map<string, Array<{ entity: Record<string, unknown>; upsert: boolean }>>();
     for (const event of events) {
       const partitionKey = eventPartition(event.kind, event.name);
-      const rowKey = `${event.time}-${process.pid.toString(36)}-${(this.sequence++).toString(36).padStart(6, '0')}-${Math.random().toString(36).slice(2, 8)}`;
+      // An event with an id has a row key of its own, written with upsert: a retried step records it once.
+      const rowKey = event.id
+        ? `${event.time}-id-${event.id}`
+        : `${event.time}-${process.pid.toString(36)}-${(this.sequence++).toString(36).padStart(6, '0')}-${Math.random().toString(36).slice(2, 8)}`;
       const entity = {
         partitionKey,
         rowKey,
@@ -121,13 +124,16 @@ export class TableEventLog implements EventLog {
         message: event.message.slice(0, 4000),
         details: event.details ? JSON.stringify(event.details).slice(0, 30_000) : '',
       };
-      byPartition.set(partitionKey, [...(byPartition.get(partitionKey) ?? []), entity]);
+      byPartition.set(partitionKey, [...(byPartition.get(partitionKey) ?? []), { entity, upsert: event.id !== undefined }]);
     }
     await Promise.all(
       [...byPartition.values()].map(async (entities) => {
         for (let i = 0; i < entities.length; i += 100) {
           const transaction = new TableTransaction();
-          for (const entity of entities.slice(i, i + 100)) transaction.createEntity(entity as never);
+          for (const { entity, upsert } of entities.slice(i, i + 100)) {
+            if (upsert) transaction.upsertEntity(entity as never, 'Replace');
+            else transaction.createEntity(entity as never);
+          }
           await this.client.submitTransaction(transaction.actions);
         }
       }),

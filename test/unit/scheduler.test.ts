@@ -67,8 +67,22 @@ describe('Divided', () => {
     const result = schedule({ replicas: 5, placement: { replicaScheduling: { replicaSchedulingType: 'Divided' }, clusterAffinity: { clusterNames: ['member3', 'member1', 'member2'] } }, current: [], clusters: five() });
     expect(result).toEqual({ ok: true, clusters: [{ name: 'member1', replicas: 2 }, { name: 'member2', replicas: 2 }, { name: 'member3', replicas: 1 }] });
   });
-  it('has no fit when every weighted cluster failed', () => {
-    expect(schedule({ replicas: 3, placement: weights, current: [{ name: 'member2', replicas: 3 }], clusters: five(['member1', 'member2']) }).ok).toBe(false);
+  it('has no fit when every weighted cluster failed and none is placed', () => {
+    expect(schedule({ replicas: 3, placement: weights, current: [], clusters: five(['member1', 'member2']) }).ok).toBe(false);
+  });
+  it('keeps a failed cluster the binding is still placed on: its eviction is the taint manager\'s, paced, with a task', () => {
+    expect(schedule({ replicas: 3, placement: weights, current: [{ name: 'member2', replicas: 3 }], clusters: five(['member1', 'member2']) })).toEqual({ ok: true, clusters: [{ name: 'member2', replicas: 3 }] });
+  });
+  it('re-divides after one eviction without dropping a second failed cluster still placed (issue: dropped without a task)', () => {
+    const even = { replicaScheduling: { replicaSchedulingType: 'Divided' as const }, clusterAffinity: { clusterNames: ['member1', 'member2', 'member3', 'member4'] } };
+    // member1 was just evicted; member2 failed too and waits for its own paced eviction.
+    const result = schedule({ replicas: 4, placement: even, current: [{ name: 'member2', replicas: 2 }, { name: 'member3', replicas: 1 }], clusters: five(['member1', 'member2']) });
+    expect(result.ok && result.clusters.map((c) => c.name)).toEqual(['member2', 'member3', 'member4']);
+  });
+  it('does not choose a failed cluster the binding is not placed on', () => {
+    const even = { replicaScheduling: { replicaSchedulingType: 'Divided' as const }, clusterAffinity: { clusterNames: ['member1', 'member2', 'member3'] } };
+    const result = schedule({ replicas: 2, placement: even, current: [{ name: 'member3', replicas: 1 }], clusters: five(['member1']) });
+    expect(result.ok && result.clusters.map((c) => c.name)).toEqual(['member2', 'member3']);
   });
 });
 

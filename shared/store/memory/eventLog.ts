@@ -7,14 +7,19 @@ import type { EventLog, EventQuery, EventRecord } from '../ports';
  * cut to the newest `limit`.
  */
 export class MemoryEventLog implements EventLog {
-  private readonly rows: Array<{ partition: string; sequence: number; time: string; kind: string; name: string; type: string; reason: string; message: string; details: string }> = [];
+  private readonly rows: Array<{ partition: string; id?: string; sequence: number; time: string; kind: string; name: string; type: string; reason: string; message: string; details: string }> = [];
   private sequence = 0;
 
   async append(events: EventRecord[]): Promise<void> {
     await Promise.resolve();
     for (const event of events) {
+      // As the Table adapter's upsert: an event with an id (and the same time) replaces its earlier copy.
+      const key = event.id ? `${event.time}-id-${event.id}` : undefined;
+      const earlier = key ? this.rows.findIndex((row) => row.id === key && row.partition === eventPartition(event.kind, event.name)) : -1;
+      if (earlier >= 0) this.rows.splice(earlier, 1);
       this.rows.push({
         partition: eventPartition(event.kind, event.name),
+        ...(key ? { id: key } : {}),
         sequence: this.sequence++,
         time: event.time,
         kind: event.kind,
