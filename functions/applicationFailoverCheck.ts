@@ -20,4 +20,8 @@ export async function applicationFailoverCheck(message: unknown, ctx: Invocation
   await checkApplicationFailover(plane, parsed.binding);
 }
 
-app.storageQueue('applicationFailoverCheck', { queueName: QUEUES.applicationFailover, connection: 'AzureWebJobsStorage', handler: tracedQueueHandler(QUEUES.applicationFailover, applicationFailoverCheck) });
+app.storageQueue('applicationFailoverCheck', {
+  queueName: QUEUES.applicationFailover,
+  connection: 'AzureWebJobsStorage',
+  handler: tracedQueueHandler(QUEUES.applicationFailover, applicationFailoverCheck),
+});

@@ -19,10 +19,22 @@ async function serve(req: HttpRequest, ref: BindingRef) {
 }
 
 /** POST /api/resourcebindings/{namespace}/{name}/status: workload health per cluster. */
-export const resourceBindingStatus = httpFunction(async (req) => serve(req, { kind: 'ResourceBinding', namespace: req.params.namespace, name: req.params.name }));
+export const resourceBindingStatus = httpFunction(async (req) =>
+  serve(req, { kind: 'ResourceBinding', namespace: req.params.namespace, name: req.params.name }),
+);
 
 /** POST /api/clusterresourcebindings/{name}/status */
 export const clusterResourceBindingStatus = httpFunction(async (req) => serve(req, { kind: 'ClusterResourceBinding', name: req.params.name }));
 
-app.http('resourceBindingStatus', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'resourcebindings/{namespace}/{name}/status', handler: resourceBindingStatus });
-app.http('clusterResourceBindingStatus', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusterresourcebindings/{name}/status', handler: clusterResourceBindingStatus });
+app.http('resourceBindingStatus', {
+  methods: [...ALL_METHODS],
+  authLevel: 'anonymous',
+  route: 'resourcebindings/{namespace}/{name}/status',
+  handler: resourceBindingStatus,
+});
+app.http('clusterResourceBindingStatus', {
+  methods: [...ALL_METHODS],
+  authLevel: 'anonymous',
+  route: 'clusterresourcebindings/{name}/status',
+  handler: clusterResourceBindingStatus,
+});

@@ -12,7 +12,11 @@ export const clusterPropagationPolicies = httpFunction(async (req) => {
   const name = req.params.name;
   if (!name) {
     allowMethods(req, ['GET']);
-    return json(200, { apiVersion: 'policy.karmada.io/v1alpha1', kind: 'ClusterPropagationPolicyList', items: await listPropagationPolicies(plane, 'ClusterPropagationPolicy') });
+    return json(200, {
+      apiVersion: 'policy.karmada.io/v1alpha1',
+      kind: 'ClusterPropagationPolicyList',
+      items: await listPropagationPolicies(plane, 'ClusterPropagationPolicy'),
+    });
   }
   const ref = { kind: 'ClusterPropagationPolicy', name } as const;
   allowMethods(req, ['GET', 'DELETE']);
@@ -26,4 +30,9 @@ export const clusterPropagationPolicies = httpFunction(async (req) => {
   return json(200, policy);
 });
 
-app.http('clusterPropagationPolicies', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusterpropagationpolicies/{name?}', handler: clusterPropagationPolicies });
+app.http('clusterPropagationPolicies', {
+  methods: [...ALL_METHODS],
+  authLevel: 'anonymous',
+  route: 'clusterpropagationpolicies/{name?}',
+  handler: clusterPropagationPolicies,
+});

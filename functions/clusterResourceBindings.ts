@@ -11,7 +11,11 @@ export const clusterResourceBindings = httpFunction(async (req) => {
   const name = req.params.name;
   if (!name) {
     allowMethods(req, ['GET']);
-    return json(200, { apiVersion: 'work.karmada.io/v1alpha2', kind: 'ClusterResourceBindingList', items: await listBindings(plane, 'ClusterResourceBinding') });
+    return json(200, {
+      apiVersion: 'work.karmada.io/v1alpha2',
+      kind: 'ClusterResourceBindingList',
+      items: await listBindings(plane, 'ClusterResourceBinding'),
+    });
   }
   const ref = { kind: 'ClusterResourceBinding', name } as const;
   allowMethods(req, ['GET', 'DELETE']);
@@ -25,4 +29,9 @@ export const clusterResourceBindings = httpFunction(async (req) => {
   return json(200, binding);
 });
 
-app.http('clusterResourceBindings', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusterresourcebindings/{name?}', handler: clusterResourceBindings });
+app.http('clusterResourceBindings', {
+  methods: [...ALL_METHODS],
+  authLevel: 'anonymous',
+  route: 'clusterresourcebindings/{name?}',
+  handler: clusterResourceBindings,
+});

@@ -1,6 +1,6 @@
 import { app } from '@azure/functions';
-import { badRequest } from '../shared/api/errors';
 import { bodyFormat, bodyText, decodeSingle, parseDocuments, readBodyBytes } from '../shared/api/decode';
+import { badRequest } from '../shared/api/errors';
 import { clusterName, statusReportSchema } from '../shared/api/resources';
 import { reportClusterStatus } from '../shared/controllers/clusters';
 import { clusterResource } from '../shared/controllers/views';

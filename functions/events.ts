@@ -5,9 +5,16 @@ import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/re
 import { controlPlane } from '../shared/runtime';
 
 const eventQuery = z.strictObject({
-  kind: z.string().max(64).regex(/^[A-Za-z]+$/, 'must be a kind such as Cluster').optional(),
+  kind: z
+    .string()
+    .max(64)
+    .regex(/^[A-Za-z]+$/, 'must be a kind such as Cluster')
+    .optional(),
   name: z.string().max(253).optional(),
-  since: z.iso.datetime({ offset: true, message: 'must be an RFC 3339 time' }).transform((s) => new Date(s).toISOString()).optional(),
+  since: z.iso
+    .datetime({ offset: true, message: 'must be an RFC 3339 time' })
+    .transform((s) => new Date(s).toISOString())
+    .optional(),
   limit: z.coerce.number().int().min(1).max(10000).optional(),
 });
 

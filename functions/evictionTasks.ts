@@ -25,5 +25,15 @@ export const resourceBindingTask = httpFunction(async (req) => serve(req, { kind
 /** DELETE /api/clusterresourcebindings/{name}/evictiontasks/{cluster} */
 export const clusterResourceBindingTask = httpFunction(async (req) => serve(req, { kind: 'ClusterResourceBinding', name: req.params.name }));
 
-app.http('resourceBindingTask', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'resourcebindings/{namespace}/{name}/evictiontasks/{cluster}', handler: resourceBindingTask });
-app.http('clusterResourceBindingTask', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusterresourcebindings/{name}/evictiontasks/{cluster}', handler: clusterResourceBindingTask });
+app.http('resourceBindingTask', {
+  methods: [...ALL_METHODS],
+  authLevel: 'anonymous',
+  route: 'resourcebindings/{namespace}/{name}/evictiontasks/{cluster}',
+  handler: resourceBindingTask,
+});
+app.http('clusterResourceBindingTask', {
+  methods: [...ALL_METHODS],
+  authLevel: 'anonymous',
+  route: 'clusterresourcebindings/{name}/evictiontasks/{cluster}',
+  handler: clusterResourceBindingTask,
+});

@@ -14,4 +14,8 @@ export async function evictionWorker(message: unknown, ctx: InvocationContext): 
   await executeEviction(controlPlane(), parsed as EvictionMessage);
 }
 
-app.storageQueue('evictionWorker', { queueName: QUEUES.evictions, connection: 'AzureWebJobsStorage', handler: tracedQueueHandler(QUEUES.evictions, evictionWorker) });
+app.storageQueue('evictionWorker', {
+  queueName: QUEUES.evictions,
+  connection: 'AzureWebJobsStorage',
+  handler: tracedQueueHandler(QUEUES.evictions, evictionWorker),
+});

@@ -12,7 +12,11 @@ export const propagationPolicies = httpFunction(async (req) => {
   const { namespace, name } = req.params;
   if (!namespace || !name) {
     allowMethods(req, ['GET']);
-    return json(200, { apiVersion: 'policy.karmada.io/v1alpha1', kind: 'PropagationPolicyList', items: await listPropagationPolicies(plane, 'PropagationPolicy', namespace) });
+    return json(200, {
+      apiVersion: 'policy.karmada.io/v1alpha1',
+      kind: 'PropagationPolicyList',
+      items: await listPropagationPolicies(plane, 'PropagationPolicy', namespace),
+    });
   }
   const ref = { kind: 'PropagationPolicy', namespace, name } as const;
   allowMethods(req, ['GET', 'DELETE']);
@@ -26,4 +30,9 @@ export const propagationPolicies = httpFunction(async (req) => {
   return json(200, policy);
 });
 
-app.http('propagationPolicies', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'propagationpolicies/{namespace?}/{name?}', handler: propagationPolicies });
+app.http('propagationPolicies', {
+  methods: [...ALL_METHODS],
+  authLevel: 'anonymous',
+  route: 'propagationpolicies/{namespace?}/{name?}',
+  handler: propagationPolicies,
+});

@@ -1,7 +1,7 @@
 import { app, InvocationContext } from '@azure/functions';
-import { awaitDeadline } from '../shared/queue/deadline';
 import { taintEvaluationMessage } from '../shared/controllers/ports';
 import { evaluateCluster, EVALUATION_LEAD_SECONDS, scheduleEvaluation } from '../shared/controllers/taintEvaluation';
+import { awaitDeadline } from '../shared/queue/deadline';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
 import { controlPlane } from '../shared/runtime';
@@ -20,4 +20,8 @@ export async function taintEvaluation(message: unknown, ctx: InvocationContext):
   await evaluateCluster(plane, parsed.cluster);
 }
 
-app.storageQueue('taintEvaluation', { queueName: QUEUES.taintEvaluations, connection: 'AzureWebJobsStorage', handler: tracedQueueHandler(QUEUES.taintEvaluations, taintEvaluation) });
+app.storageQueue('taintEvaluation', {
+  queueName: QUEUES.taintEvaluations,
+  connection: 'AzureWebJobsStorage',
+  handler: tracedQueueHandler(QUEUES.taintEvaluations, taintEvaluation),
+});

@@ -13,4 +13,8 @@ export async function taintManager(message: unknown, ctx: InvocationContext): Pr
   await handleTaintManagerMessage(controlPlane(), parsed);
 }
 
-app.storageQueue('taintManager', { queueName: QUEUES.taintManager, connection: 'AzureWebJobsStorage', handler: tracedQueueHandler(QUEUES.taintManager, taintManager) });
+app.storageQueue('taintManager', {
+  queueName: QUEUES.taintManager,
+  connection: 'AzureWebJobsStorage',
+  handler: tracedQueueHandler(QUEUES.taintManager, taintManager),
+});

@@ -4,7 +4,9 @@
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { Agent, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
+import { clusterKey, signReport } from '../shared/auth/signing';
 import { sleep } from '../shared/clock';
 import { loadConfig } from '../shared/config';
 import { applyCluster } from '../shared/controllers/clusters';
@@ -17,8 +19,6 @@ import { startTestStorage } from '../test/helpers/azurite';
 import { achievedRate, applyObjects, binding, cluster, LedgerItem } from '../test/helpers/fleet';
 import { api, HostProcess, startHostProcess } from '../test/helpers/hostProcess';
 import { startCountingProxy } from './countingProxy';
-import { Agent, request as httpRequest } from 'node:http';
-import { clusterKey, signReport } from '../shared/auth/signing';
 
 const ROOT = join(__dirname, '..');
 
@@ -28,7 +28,13 @@ const median = (xs: number[]) => {
 };
 const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)];
 const round = (x: number) => Math.round(x * 10) / 10;
-const summary = (xs: number[]) => ({ runs: xs.length, medianMs: round(median(xs)), p95Ms: round(quantile(xs, 0.95)), worstMs: round(Math.max(...xs)), bestMs: round(Math.min(...xs)) });
+const summary = (xs: number[]) => ({
+  runs: xs.length,
+  medianMs: round(median(xs)),
+  p95Ms: round(quantile(xs, 0.95)),
+  worstMs: round(Math.max(...xs)),
+  bestMs: round(Math.min(...xs)),
+});
 
 /** Time from spawning `npm start` to the first successful GET /api/healthz. */
 async function startupTime(runs: number): Promise<number[]> {
@@ -129,11 +135,17 @@ async function evictionRun(hosts: number, rate: number, count: number) {
   const ledger = new TableLedger(env.storage.table(TABLES.ledger));
   const ops = () => tableProxy.count() + queueProxy.count();
   try {
-    await applyObjects(running[0].url, Array.from({ length: 12 }, (_, i) => cluster(`m${i + 1}`)));
+    await applyObjects(
+      running[0].url,
+      Array.from({ length: 12 }, (_, i) => cluster(`m${i + 1}`)),
+    );
     // Workloads pinned to m1 and m2 by affinity: the eviction's cost, plus the rescheduling that keeps m2
     // (without affinity the scheduler would spread each one over all 11 healthy clusters, ten placement
     // index writes per binding that belong to scheduling, not to eviction).
-    await applyObjects(running[0].url, Array.from({ length: count + 1 }, (_, i) => binding(`b${i}`, ['m1', 'm2'], { placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } } })));
+    await applyObjects(
+      running[0].url,
+      Array.from({ length: count + 1 }, (_, i) => binding(`b${i}`, ['m1', 'm2'], { placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } } })),
+    );
     // Background cost (timers, polling) of these hosts, per second, measured idle.
     await sleep(2000);
     const idleStart = ops();
@@ -148,7 +160,15 @@ async function evictionRun(hosts: number, rate: number, count: number) {
     for (;;) {
       const all = await ledger.listEvictions('m1');
       if (all.length === count + 1 && all.every((r) => r.record.state === 'done')) {
-        rows = all.map((r) => ({ cluster: 'm1', binding: { name: r.record.name }, state: r.record.state, dueAt: r.record.dueAt, scheduledFor: r.record.scheduledFor ?? null, executedAt: r.record.executedAt ?? null, message: null }));
+        rows = all.map((r) => ({
+          cluster: 'm1',
+          binding: { name: r.record.name },
+          state: r.record.state,
+          dueAt: r.record.dueAt,
+          scheduledFor: r.record.scheduledFor ?? null,
+          executedAt: r.record.executedAt ?? null,
+          message: null,
+        }));
         break;
       }
       if (performance.now() - started > 10 * 60_000) throw new Error('evictions did not finish');
@@ -176,8 +196,14 @@ async function evictionRun(hosts: number, rate: number, count: number) {
 async function haltedRun(seconds: number) {
   const host = await startHostProcess({ FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: '5' });
   try {
-    await applyObjects(host.url, Array.from({ length: 10 }, (_, i) => cluster(`h${i + 1}`, i < 7)));
-    await applyObjects(host.url, Array.from({ length: 20 }, (_, i) => binding(`w${i}`, ['h1', 'h9'])));
+    await applyObjects(
+      host.url,
+      Array.from({ length: 10 }, (_, i) => cluster(`h${i + 1}`, i < 7)),
+    );
+    await applyObjects(
+      host.url,
+      Array.from({ length: 20 }, (_, i) => binding(`w${i}`, ['h1', 'h9'])),
+    );
     await sleep(seconds * 1000);
     const fleet = (await api(host.url, 'GET', 'fleet')).body;
     const done = (await api(host.url, 'GET', 'evictions?state=done')).body.items.length;
@@ -197,7 +223,16 @@ async function planningRun(count: number) {
     const plane = createControlPlane(env.storage, loadConfig({}), { log: silentLogger });
     await applyCluster(plane, cluster('big') as never);
     await plane.ledger.upsertPlacements(
-      Array.from({ length: count }, (_, i) => ({ cluster: 'big', kind: 'ResourceBinding' as const, namespace: 'default', name: `app-${i}`, resourceKind: 'apps/v1/Deployment', replicas: 2, tolerations: [], rev: 1 })),
+      Array.from({ length: count }, (_, i) => ({
+        cluster: 'big',
+        kind: 'ResourceBinding' as const,
+        namespace: 'default',
+        name: `app-${i}`,
+        resourceKind: 'apps/v1/Deployment',
+        replicas: 2,
+        tolerations: [],
+        rev: 1,
+      })),
     );
     const started = performance.now();
     const cpuBefore = process.cpuUsage();
@@ -224,17 +259,24 @@ async function webhookLoad(clusters: number, requests: number, concurrency: numb
   const host = await startHostProcess({ AUTH_MODE: 'required', REPORTER_SIGNING_KEY: root, ADMIN_TOKEN: admin });
   try {
     const names = Array.from({ length: clusters }, (_, i) => `load-${i}`);
-    const res = await fetch(`${host.url}/api/apply`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}` }, body: JSON.stringify(names.map((n) => cluster(n))) });
+    const res = await fetch(`${host.url}/api/apply`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}` },
+      body: JSON.stringify(names.map((n) => cluster(n))),
+    });
     if (res.status !== 200) throw new Error(`apply failed: ${res.status}`);
     const keys = names.map((n) => clusterKey(root, n));
     const url = new URL(host.url);
     const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
     const post = (path: string, headers: Record<string, string>, body: string) =>
       new Promise<number>((resolve, reject) => {
-        const req = httpRequest({ host: url.hostname, port: url.port, path, method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (reply) => {
-          reply.resume();
-          reply.on('end', () => resolve(reply.statusCode ?? 0));
-        });
+        const req = httpRequest(
+          { host: url.hostname, port: url.port, path, method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
+          (reply) => {
+            reply.resume();
+            reply.on('end', () => resolve(reply.statusCode ?? 0));
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });
@@ -259,7 +301,17 @@ async function webhookLoad(clusters: number, requests: number, concurrency: numb
     const seconds = (performance.now() - started) / 1000;
     agent.destroy();
     const ok = statuses['200'] ?? 0;
-    return { clusters, concurrency, sent: latencies.length, ok, statuses, seconds: Math.round(seconds * 100) / 100, requestsPerSecond: Math.round(ok / seconds), p50Ms: round(quantile(latencies, 0.5)), p99Ms: round(quantile(latencies, 0.99)) };
+    return {
+      clusters,
+      concurrency,
+      sent: latencies.length,
+      ok,
+      statuses,
+      seconds: Math.round(seconds * 100) / 100,
+      requestsPerSecond: Math.round(ok / seconds),
+      p50Ms: round(quantile(latencies, 0.5)),
+      p99Ms: round(quantile(latencies, 0.99)),
+    };
   } finally {
     await host.stop();
   }
@@ -277,8 +329,15 @@ async function applicationFailoverDelay(runs: number, tolerationSeconds: number)
     const beyond: number[] = [];
     const one = async (i: number) => {
       const name = `af-${i}`;
-      await applyObjects(host.url, [binding(name, ['af-a'], { placement: { clusterAffinity: { clusterNames: ['af-a', 'af-b'] } }, failover: { application: { decisionConditions: { tolerationSeconds } } } })]);
-      const reported = await api(host.url, 'POST', `resourcebindings/default/${name}/status`, { aggregatedStatus: [{ clusterName: 'af-a', health: 'Unhealthy' }] });
+      await applyObjects(host.url, [
+        binding(name, ['af-a'], {
+          placement: { clusterAffinity: { clusterNames: ['af-a', 'af-b'] } },
+          failover: { application: { decisionConditions: { tolerationSeconds } } },
+        }),
+      ]);
+      const reported = await api(host.url, 'POST', `resourcebindings/default/${name}/status`, {
+        aggregatedStatus: [{ clusterName: 'af-a', health: 'Unhealthy' }],
+      });
       const since = Date.parse(reported.body.status.aggregatedStatus[0].unhealthySince);
       for (;;) {
         const history = (await api(host.url, 'GET', `resourcebindings/default/${name}`)).body.spec.activeEvictionHistory;
@@ -300,7 +359,7 @@ async function main() {
   // `npm run bench -- evictions` measures only the eviction runs (a quick check while tuning); the full
   // run, with no argument, writes bench-results.json.
   if (process.argv[2] === 'evictions') {
-    for (const hosts of (process.env.BENCH_HOSTS ?? "1,2,4").split(",").map(Number)) console.log(JSON.stringify(await evictionRun(hosts, 5, 60)));
+    for (const hosts of (process.env.BENCH_HOSTS ?? '1,2,4').split(',').map(Number)) console.log(JSON.stringify(await evictionRun(hosts, 5, 60)));
     return;
   }
   if (process.argv[2] === 'webhook') {
@@ -355,15 +414,45 @@ async function main() {
   writeFileSync(join(ROOT, 'bench-results.json'), JSON.stringify(results, null, 2) + '\n');
   const rows: Array<[string, string, string, string]> = [
     ['startup (npm start → serving)', `${results.startup.medianMs} ms`, `${results.startup.worstMs} ms`, '≤ 3000 ms'],
-    ['taint add, beyond window (timeAdded)', `${results.taintLatency.add.recorded.medianMs} ms`, `${results.taintLatency.add.recorded.worstMs} ms`, 'median ≤ 300, worst ≤ 1000'],
-    ['taint add, beyond window (seen by poller)', `${results.taintLatency.add.observed.medianMs} ms`, `${results.taintLatency.add.observed.worstMs} ms`, 'median ≤ 300, worst ≤ 1000'],
-    ['taint remove, beyond window (seen)', `${results.taintLatency.remove.observed.medianMs} ms`, `${results.taintLatency.remove.observed.worstMs} ms`, 'median ≤ 300, worst ≤ 1000'],
-    ...evictionRuns.map((r): [string, string, string, string] => [`eviction rate, ${r.hosts} host(s), ${r.evictions} evictions`, `${r.achieved}/s (×${(r.achieved / configuredRate).toFixed(3)})`, `configured ${configuredRate}/s`, 'ratio 0.95–1.05']),
+    [
+      'taint add, beyond window (timeAdded)',
+      `${results.taintLatency.add.recorded.medianMs} ms`,
+      `${results.taintLatency.add.recorded.worstMs} ms`,
+      'median ≤ 300, worst ≤ 1000',
+    ],
+    [
+      'taint add, beyond window (seen by poller)',
+      `${results.taintLatency.add.observed.medianMs} ms`,
+      `${results.taintLatency.add.observed.worstMs} ms`,
+      'median ≤ 300, worst ≤ 1000',
+    ],
+    [
+      'taint remove, beyond window (seen)',
+      `${results.taintLatency.remove.observed.medianMs} ms`,
+      `${results.taintLatency.remove.observed.worstMs} ms`,
+      'median ≤ 300, worst ≤ 1000',
+    ],
+    ...evictionRuns.map((r): [string, string, string, string] => [
+      `eviction rate, ${r.hosts} host(s), ${r.evictions} evictions`,
+      `${r.achieved}/s (×${(r.achieved / configuredRate).toFixed(3)})`,
+      `configured ${configuredRate}/s`,
+      'ratio 0.95–1.05',
+    ]),
     ['evictions while halted (7 of 10 failed)', `${halted.evicted}`, `over ${halted.seconds} s`, '0'],
     ['planning, 20,000 bindings', `${planning.bindingsPerSecond}/s`, `${planning.seconds} s`, '≥ 6,000/s'],
     ['signed reports, 100 clusters, 8 in flight', `${webhook.requestsPerSecond}/s`, `p99 ${webhook.p99Ms} ms (p50 ${webhook.p50Ms})`, '≥ 1,000/s, p99 ≤ 50 ms'],
-    ['signed reports, 100 clusters, 32 in flight', `${webhookSaturated.requestsPerSecond}/s`, `p99 ${webhookSaturated.p99Ms} ms (p50 ${webhookSaturated.p50Ms})`, '(saturation)'],
-    [`application failover beyond toleration (${applicationFailover.tolerationSeconds} s)`, `${applicationFailover.beyondToleration.medianMs} ms`, `${applicationFailover.beyondToleration.worstMs} ms`, 'within about 1 s'],
+    [
+      'signed reports, 100 clusters, 32 in flight',
+      `${webhookSaturated.requestsPerSecond}/s`,
+      `p99 ${webhookSaturated.p99Ms} ms (p50 ${webhookSaturated.p50Ms})`,
+      '(saturation)',
+    ],
+    [
+      `application failover beyond toleration (${applicationFailover.tolerationSeconds} s)`,
+      `${applicationFailover.beyondToleration.medianMs} ms`,
+      `${applicationFailover.beyondToleration.worstMs} ms`,
+      'within about 1 s',
+    ],
     ['storage ops per eviction (all, 1 host)', `${evictionRuns[0].operationsPerEviction}`, `marginal ${evictionRuns[0].marginalOperationsPerEviction}`, '≤ 8'],
   ];
   const widths = [0, 1, 2, 3].map((c) => Math.max(...[['measure', 'median', 'worst', 'target'], ...rows].map((r) => r[c].length)));

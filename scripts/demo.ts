@@ -51,55 +51,93 @@ async function main(): Promise<void> {
         metadata: { name: 'not-ready' },
         spec: {
           matchConditions: [{ conditionType: 'Ready', operator: 'In', statusValues: ['False', 'Unknown'] }],
-          taintsToAdd: [{ key: 'cluster.karmada.io/not-ready', effect: 'NoExecute', addOnMatchSeconds: WINDOW_SECONDS, removeOnMismatchSeconds: WINDOW_SECONDS }],
+          taintsToAdd: [
+            { key: 'cluster.karmada.io/not-ready', effect: 'NoExecute', addOnMatchSeconds: WINDOW_SECONDS, removeOnMismatchSeconds: WINDOW_SECONDS },
+          ],
         },
       },
     ]);
 
     // Reporters: every cluster reports its health every second.
-    loops.push((async () => {
-      while (!stop) {
-        await Promise.all(CLUSTERS.map((name) => api(host.url, 'POST', `clusters/${name}/status`, { conditions: [{ type: 'Ready', status: down.has(name) ? 'False' : 'True' }] })));
-        await sleep(1000);
-      }
-    })());
+    loops.push(
+      (async () => {
+        while (!stop) {
+          await Promise.all(
+            CLUSTERS.map((name) =>
+              api(host.url, 'POST', `clusters/${name}/status`, { conditions: [{ type: 'Ready', status: down.has(name) ? 'False' : 'True' }] }),
+            ),
+          );
+          await sleep(1000);
+        }
+      })(),
+    );
 
     // Workloads: 160 Duplicated on two clusters, 60 Divided by weight, 30 that tolerate the failure,
     // 10 that can only run on member1 (no target when it fails: they stay).
     const resource = (name: string) => ({ apiVersion: 'apps/v1', kind: 'Deployment', name });
     const bindings = [
-      ...Array.from({ length: 160 }, (_, i) => ({ name: `web-${i}`, spec: { replicas: 2, placement: { spreadConstraints: [{ minGroups: 2, maxGroups: 2 }] } } })),
+      ...Array.from({ length: 160 }, (_, i) => ({
+        name: `web-${i}`,
+        spec: { replicas: 2, placement: { spreadConstraints: [{ minGroups: 2, maxGroups: 2 }] } },
+      })),
       ...Array.from({ length: 60 }, (_, i) => ({
         name: `batch-${i}`,
         spec: {
           replicas: 6,
           placement: {
             clusterAffinity: { clusterNames: CLUSTERS.slice(0, 6) },
-            replicaScheduling: { replicaSchedulingType: 'Divided', replicaDivisionPreference: 'Weighted', weightPreference: { staticWeightList: [{ targetCluster: { clusterNames: ['member1', 'member2'] }, weight: 2 }, { targetCluster: { clusterNames: CLUSTERS.slice(2, 6) }, weight: 1 }] } },
+            replicaScheduling: {
+              replicaSchedulingType: 'Divided',
+              replicaDivisionPreference: 'Weighted',
+              weightPreference: {
+                staticWeightList: [
+                  { targetCluster: { clusterNames: ['member1', 'member2'] }, weight: 2 },
+                  { targetCluster: { clusterNames: CLUSTERS.slice(2, 6) }, weight: 1 },
+                ],
+              },
+            },
           },
         },
       })),
-      ...Array.from({ length: 30 }, (_, i) => ({ name: `db-${i}`, spec: { replicas: 1, placement: { spreadConstraints: [{ maxGroups: 1 }], clusterTolerations: [{ key: 'cluster.karmada.io/not-ready', operator: 'Exists', effect: 'NoExecute' }] } } })),
+      ...Array.from({ length: 30 }, (_, i) => ({
+        name: `db-${i}`,
+        spec: {
+          replicas: 1,
+          placement: {
+            spreadConstraints: [{ maxGroups: 1 }],
+            clusterTolerations: [{ key: 'cluster.karmada.io/not-ready', operator: 'Exists', effect: 'NoExecute' }],
+          },
+        },
+      })),
       ...Array.from({ length: 10 }, (_, i) => ({ name: `pinned-${i}`, spec: { replicas: 1, placement: { clusterAffinity: { clusterNames: ['member1'] } } } })),
     ];
-    await apply(bindings.map((b) => ({ apiVersion: 'work.karmada.io/v1alpha2', kind: 'ResourceBinding', metadata: { name: b.name, namespace: 'demo' }, spec: { resource: resource(b.name), ...b.spec } })));
+    await apply(
+      bindings.map((b) => ({
+        apiVersion: 'work.karmada.io/v1alpha2',
+        kind: 'ResourceBinding',
+        metadata: { name: b.name, namespace: 'demo' },
+        spec: { resource: resource(b.name), ...b.spec },
+      })),
+    );
 
     const list = async (): Promise<Binding[]> => (await api(host.url, 'GET', 'resourcebindings/demo')).body.items;
     // The deployer: a new placement becomes Healthy about a second after it is scheduled (not on a down cluster).
-    loops.push((async () => {
-      while (!stop) {
-        for (const b of await list()) {
-          if (b.status.schedulerObservedGeneration !== b.metadata.generation) continue;
-          const targets = (b.spec.clusters ?? []).map((c) => c.name);
-          const health = targets.map((name) => ({ clusterName: name, applied: true, health: down.has(name) ? 'Unhealthy' : 'Healthy' }));
-          const known = b.status.aggregatedStatus ?? [];
-          if (JSON.stringify(known.map((k) => [k.clusterName, k.health])) !== JSON.stringify(health.map((h) => [h.clusterName, h.health]))) {
-            await api(host.url, 'POST', `resourcebindings/demo/${b.metadata.name}/status`, { aggregatedStatus: health });
+    loops.push(
+      (async () => {
+        while (!stop) {
+          for (const b of await list()) {
+            if (b.status.schedulerObservedGeneration !== b.metadata.generation) continue;
+            const targets = (b.spec.clusters ?? []).map((c) => c.name);
+            const health = targets.map((name) => ({ clusterName: name, applied: true, health: down.has(name) ? 'Unhealthy' : 'Healthy' }));
+            const known = b.status.aggregatedStatus ?? [];
+            if (JSON.stringify(known.map((k) => [k.clusterName, k.health])) !== JSON.stringify(health.map((h) => [h.clusterName, h.health]))) {
+              await api(host.url, 'POST', `resourcebindings/demo/${b.metadata.name}/status`, { aggregatedStatus: health });
+            }
           }
+          await sleep(1000);
         }
-        await sleep(1000);
-      }
-    })());
+      })(),
+    );
 
     const snapshot = async () => {
       const [fleet, items, evictions] = await Promise.all([api(host.url, 'GET', 'fleet'), list(), api(host.url, 'GET', 'evictions')]);
@@ -107,7 +145,14 @@ async function main(): Promise<void> {
       const count = (state: string) => rows.filter((r) => r.state === state).length;
       const tasks = items.reduce((n, b) => n + (b.spec.gracefulEvictionTasks ?? []).length, 0);
       const onDown = items.filter((b) => (b.spec.clusters ?? []).some((c) => down.has(c.name))).length;
-      return { fleet: fleet.body, items, rows, tasks, onDown, line: `faulty ${fleet.body.faulty}/${fleet.body.total} tier ${fleet.body.tier} ${fleet.body.rate}/s | ledger pending ${count('pending')} scheduled ${count('scheduled')} done ${count('done')} blocked ${count('blocked')} abandoned ${count('abandoned')} | old copies waiting ${tasks} | bindings on down clusters ${onDown}` };
+      return {
+        fleet: fleet.body,
+        items,
+        rows,
+        tasks,
+        onDown,
+        line: `faulty ${fleet.body.faulty}/${fleet.body.total} tier ${fleet.body.tier} ${fleet.body.rate}/s | ledger pending ${count('pending')} scheduled ${count('scheduled')} done ${count('done')} blocked ${count('blocked')} abandoned ${count('abandoned')} | old copies waiting ${tasks} | bindings on down clusters ${onDown}`,
+      };
     };
     const watch = async (label: string, until: (s: Awaited<ReturnType<typeof snapshot>>) => boolean, limitSeconds: number) => {
       const from = Date.now();
@@ -122,7 +167,13 @@ async function main(): Promise<void> {
       }
     };
 
-    await watch('placing', (s) => s.items.length === bindings.length && s.items.every((b) => b.status.schedulerObservedGeneration === b.metadata.generation && (b.status.aggregatedStatus ?? []).length > 0), 60);
+    await watch(
+      'placing',
+      (s) =>
+        s.items.length === bindings.length &&
+        s.items.every((b) => b.status.schedulerObservedGeneration === b.metadata.generation && (b.status.aggregatedStatus ?? []).length > 0),
+      60,
+    );
 
     // Three clusters fail.
     const failedAt = Date.now();
@@ -130,14 +181,21 @@ async function main(): Promise<void> {
     console.log(`${clock(started)} member1, member2 and member3 report Ready=False`);
     const moved = await watch(
       'failover',
-      (s) => s.fleet.faulty === 3 && s.fleet.pending === 0 && s.fleet.scheduled === 0 && s.rows.length > 0 && s.items.every((b) => (b.spec.gracefulEvictionTasks ?? []).every((t) => t.fromCluster === 'member1' && b.metadata.name.startsWith('pinned'))),
+      (s) =>
+        s.fleet.faulty === 3 &&
+        s.fleet.pending === 0 &&
+        s.fleet.scheduled === 0 &&
+        s.rows.length > 0 &&
+        s.items.every((b) => (b.spec.gracefulEvictionTasks ?? []).every((t) => t.fromCluster === 'member1' && b.metadata.name.startsWith('pinned'))),
       90,
     );
     const evicted = moved.rows.filter((r) => r.state === 'done');
     const lastEviction = Math.max(...evicted.map((r) => Date.parse(r.executedAt!)));
     const healedAt = Date.now();
     const ideal = WINDOW_SECONDS + evicted.length / RATE;
-    console.log(`${clock(started)} ${evicted.length} workloads moved; last eviction ${((lastEviction - failedAt) / 1000).toFixed(1)}s after the failure, all healthy elsewhere by ${((healedAt - failedAt) / 1000).toFixed(1)}s (ideal: ${WINDOW_SECONDS}s window + ${evicted.length}/${RATE}/s = ${ideal.toFixed(1)}s)`);
+    console.log(
+      `${clock(started)} ${evicted.length} workloads moved; last eviction ${((lastEviction - failedAt) / 1000).toFixed(1)}s after the failure, all healthy elsewhere by ${((healedAt - failedAt) / 1000).toFixed(1)}s (ideal: ${WINDOW_SECONDS}s window + ${evicted.length}/${RATE}/s = ${ideal.toFixed(1)}s)`,
+    );
 
     // Five more: 8 of 12 is above 55 % in a large fleet: the secondary rate.
     for (const name of ['member4', 'member5', 'member6', 'member7', 'member8']) down.add(name);
@@ -146,7 +204,10 @@ async function main(): Promise<void> {
     // eviction then runs or is blocked for want of a target cluster, it used its slot).
     const massAt = Date.now();
     const slotsAfter = (s: Awaited<ReturnType<typeof snapshot>>) =>
-      s.rows.map((r) => (r.scheduledFor ? Date.parse(r.scheduledFor) : 0)).filter((t) => t > massAt + 4000).sort((a, b) => a - b);
+      s.rows
+        .map((r) => (r.scheduledFor ? Date.parse(r.scheduledFor) : 0))
+        .filter((t) => t > massAt + 4000)
+        .sort((a, b) => a - b);
     const slow = await watch('mass failure', (s) => s.fleet.tier === 'secondary' && slotsAfter(s).length >= 15, 60);
     const slots = slotsAfter(slow);
     const slowRate = (slots.length - 1) / ((slots[slots.length - 1] - slots[0]) / 1000);
@@ -165,7 +226,9 @@ async function main(): Promise<void> {
     }
     const counts = (state: string) => settled.rows.filter((r) => r.state === state).length;
     console.log('\nsummary');
-    console.log(`  bindings ${settled.items.length}, evicted ${counts('done')}, abandoned on recovery ${counts('abandoned')} (including those blocked for want of a target)`);
+    console.log(
+      `  bindings ${settled.items.length}, evicted ${counts('done')}, abandoned on recovery ${counts('abandoned')} (including those blocked for want of a target)`,
+    );
     console.log(`  failure → all moved workloads healthy elsewhere: ${((healedAt - failedAt) / 1000).toFixed(1)}s (ideal ${ideal.toFixed(1)}s)`);
     console.log(`  mass failure: tier secondary at ${slowRate.toFixed(1)}/s`);
     console.log(`  consistent: ${problems.length === 0 ? 'yes' : `no\n    ${problems.slice(0, 10).join('\n    ')}`}`);

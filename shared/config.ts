@@ -62,7 +62,7 @@ const jsonStringMap = (message: string, valid: (value: string) => boolean = () =
     .string()
     .optional()
     .transform((value, ctx) => {
-      if (value === undefined || value.trim() === '') return {} as Record<string, string>;
+      if (value === undefined || value.trim() === '') return {};
       try {
         const parsed: unknown = JSON.parse(value);
         if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && Object.values(parsed).every((v) => typeof v === 'string' && valid(v))) {
@@ -75,12 +75,22 @@ const jsonStringMap = (message: string, valid: (value: string) => boolean = () =
       return z.NEVER;
     });
 
-const clusterKeys = jsonStringMap('must be a JSON object of cluster name to key (keys of at least 16 characters); the value is not shown', (k) => k.length >= 16);
+const clusterKeys = jsonStringMap(
+  'must be a JSON object of cluster name to key (keys of at least 16 characters); the value is not shown',
+  (k) => k.length >= 16,
+);
 
 /** An optional setting; an empty value (as app settings often hold) counts as unset. */
-const unsetIfEmpty = <T extends z.ZodType>(schema: T) => z.preprocess((value) => (typeof value === 'string' && value.trim() === '' ? undefined : value), schema);
+const unsetIfEmpty = <T extends z.ZodType>(schema: T) =>
+  z.preprocess((value) => (typeof value === 'string' && value.trim() === '' ? undefined : value), schema);
 
-const httpsUri = unsetIfEmpty(z.string().trim().regex(/^https?:\/\/[^\s/]+/, 'must be a URL such as https://<account>.queue.core.windows.net').optional());
+const httpsUri = unsetIfEmpty(
+  z
+    .string()
+    .trim()
+    .regex(/^https?:\/\/[^\s/]+/, 'must be a URL such as https://<account>.queue.core.windows.net')
+    .optional(),
+);
 
 /** Telemetry settings: the standard names the Azure Monitor and OpenTelemetry SDKs use. */
 export const telemetrySettingsSchema = z.object({
@@ -88,8 +98,16 @@ export const telemetrySettingsSchema = z.object({
   // `Authorization=AAD` (with `ClientId=<id>` for a user-assigned identity): export with Entra ID when
   // the Application Insights resource has local authentication disabled.
   APPLICATIONINSIGHTS_AUTHENTICATION_STRING: z.string().trim().optional(),
-  OTEL_EXPORTER_OTLP_ENDPOINT: unsetIfEmpty(z.string().trim().regex(/^https?:\/\/[^\s/]+/, 'must be an http(s) URL such as http://collector:4318').optional()),
-  OTEL_EXPORTER_OTLP_PROTOCOL: unsetIfEmpty(z.enum(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not bundled)' }).default('http/protobuf')),
+  OTEL_EXPORTER_OTLP_ENDPOINT: unsetIfEmpty(
+    z
+      .string()
+      .trim()
+      .regex(/^https?:\/\/[^\s/]+/, 'must be an http(s) URL such as http://collector:4318')
+      .optional(),
+  ),
+  OTEL_EXPORTER_OTLP_PROTOCOL: unsetIfEmpty(
+    z.enum(['http/protobuf', 'http/json'], { message: 'must be http/protobuf or http/json (grpc is not bundled)' }).default('http/protobuf'),
+  ),
   OTEL_SERVICE_NAME: unsetIfEmpty(z.string().trim().min(1).max(256).default('cluster-failover')),
   OTEL_METRIC_EXPORT_INTERVAL: number(60_000, (n) => (Number.isInteger(n) && n >= 100 ? undefined : 'must be a whole number of milliseconds ≥ 100')),
 });
@@ -98,7 +116,13 @@ export type TelemetrySettings = z.infer<typeof telemetrySettingsSchema>;
 export const settingsSchema = telemetrySettingsSchema.extend({
   AzureWebJobsStorage: z.string().optional(),
   // Identity-based storage (no keys): what the Functions host reads for the same connection.
-  AzureWebJobsStorage__accountName: unsetIfEmpty(z.string().trim().regex(/^[a-z0-9]{3,24}$/, 'must be a storage account name').optional()),
+  AzureWebJobsStorage__accountName: unsetIfEmpty(
+    z
+      .string()
+      .trim()
+      .regex(/^[a-z0-9]{3,24}$/, 'must be a storage account name')
+      .optional(),
+  ),
   AzureWebJobsStorage__queueServiceUri: httpsUri,
   AzureWebJobsStorage__tableServiceUri: httpsUri,
   AzureWebJobsStorage__credential: unsetIfEmpty(z.literal('managedidentity', { message: 'must be managedidentity' }).optional()),
@@ -106,7 +130,9 @@ export const settingsSchema = telemetrySettingsSchema.extend({
   AUTO_REGISTER_CLUSTERS: bool(true),
   CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: number(40, positiveInteger),
   CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: number(60, positiveInteger),
-  MAX_REQUEST_BODY_BYTES: number(1_048_576, (n) => (Number.isInteger(n) && n >= 1024 && n <= 104_857_600 ? undefined : 'must be a whole number of bytes between 1024 and 104857600')),
+  MAX_REQUEST_BODY_BYTES: number(1_048_576, (n) =>
+    Number.isInteger(n) && n >= 1024 && n <= 104_857_600 ? undefined : 'must be a whole number of bytes between 1024 and 104857600',
+  ),
   EVENT_LIST_LIMIT: number(1000, (n) => (Number.isInteger(n) && n >= 1 && n <= 10000 ? undefined : 'must be a whole number between 1 and 10000')),
   FAILOVER_ENABLED: bool(false),
   RESOURCE_EVICTION_RATE: number(0.5, rate),
@@ -136,7 +162,10 @@ export const settingsSchema = telemetrySettingsSchema.extend({
     .optional()
     .transform((value, ctx) => {
       if (value === undefined) return ['ResourceHealth'] as EvictionPlugin[];
-      const names = value.split(',').map((v) => v.trim()).filter(Boolean);
+      const names = value
+        .split(',')
+        .map((v) => v.trim())
+        .filter(Boolean);
       const unknown = names.filter((n) => !(EVICTION_PLUGINS as readonly string[]).includes(n));
       if (unknown.length === 0) return names as EvictionPlugin[];
       ctx.addIssue({ code: 'custom', message: `unknown plugin(s) ${unknown.join(', ')}; known: ${EVICTION_PLUGINS.join(', ')} (empty for none)` });

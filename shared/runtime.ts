@@ -1,14 +1,21 @@
 import { systemClock } from './clock';
 import { AppConfig, loadConfig } from './config';
-import type { ApplicationFailoverMessage, ControlPlane, EvictionMessage, SchedulerMessage, TaintEvaluationMessage, TaintManagerMessage } from './controllers/ports';
+import type {
+  ApplicationFailoverMessage,
+  ControlPlane,
+  EvictionMessage,
+  SchedulerMessage,
+  TaintEvaluationMessage,
+  TaintManagerMessage,
+} from './controllers/ports';
 import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord } from './controllers/records';
-import { TableLedger } from './store/ledgerTable';
-import { FailoverMetrics } from './telemetry/metrics';
+import { warnAboutAuth } from './http/auth';
 import { QUEUES, StorageMessageQueue } from './queue/storageQueue';
 import { StorageClients, storageFromConnectionString, storageFromIdentity } from './store/connection';
+import { TableLedger } from './store/ledgerTable';
 import { TABLES, TableDocumentStore, TableEventLog } from './store/tableStorage';
-import { warnAboutAuth } from './http/auth';
 import { jsonLogger } from './telemetry/log';
+import { FailoverMetrics } from './telemetry/metrics';
 
 /**
  * The app's wiring, built once per process from the app settings. Functions call `controlPlane()`;
@@ -46,7 +53,9 @@ export function storageFor(config: AppConfig): StorageClients {
     const { clientId } = config.identityStorage;
     return storageFromIdentity(config.identityStorage, clientId ? new ManagedIdentityCredential({ clientId }) : new DefaultAzureCredential());
   }
-  throw new Error('no storage account: set AzureWebJobsStorage, or AzureWebJobsStorage__accountName (or __queueServiceUri and __tableServiceUri) for an identity (npm start provides Azurite)');
+  throw new Error(
+    'no storage account: set AzureWebJobsStorage, or AzureWebJobsStorage__accountName (or __queueServiceUri and __tableServiceUri) for an identity (npm start provides Azurite)',
+  );
 }
 
 export function controlPlane(): ControlPlane {

@@ -50,6 +50,9 @@ export type AzureMonitorPayload = z.infer<typeof azureMonitorPayloadSchema>;
 /** A condition type from a free-form name: kept when valid, otherwise reduced to the allowed characters. */
 export function conditionTypeFrom(name: string, fallback: string): string {
   if (conditionType.safeParse(name).success) return name;
-  const cleaned = name.replace(/[^A-Za-z0-9_.-]+/g, '').replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '').slice(0, 63);
+  const cleaned = name
+    .replace(/[^A-Za-z0-9_.-]+/g, '')
+    .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '')
+    .slice(0, 63);
   return cleaned && conditionType.safeParse(cleaned).success ? cleaned : fallback;
 }

@@ -1,8 +1,17 @@
-import { z } from 'zod';
 import { LineCounter, parseAllDocuments } from 'yaml';
+import { z } from 'zod';
 import { ApiError, FieldError, badRequest, toFieldErrors } from './errors';
+import {
+  APPLY_KINDS,
+  ApplyKind,
+  ClusterInput,
+  ClusterPropagationPolicyInput,
+  ClusterResourceBindingInput,
+  ClusterTaintPolicyInput,
+  PropagationPolicyInput,
+  ResourceBindingInput,
+} from './resources';
 import { closestName } from './suggest';
-import { APPLY_KINDS, ApplyKind, ClusterInput, ClusterPropagationPolicyInput, ClusterResourceBindingInput, ClusterTaintPolicyInput, PropagationPolicyInput, ResourceBindingInput } from './resources';
 
 const JSON_TYPES = new Set(['application/json', 'text/json']);
 const YAML_TYPES = new Set(['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml']);
@@ -78,7 +87,10 @@ export function parseDocuments(text: string, format: BodyFormat): unknown[] {
           return doc.toJS({ maxAliasCount: 50 }) as unknown;
         } catch (error) {
           // e.g. an alias to no anchor, or an alias bomb beyond maxAliasCount
-          throw badRequest([{ path: '', document: index, message: `body is not valid YAML: ${(error as Error).message.split('\n')[0]}` }], 'body is not valid YAML');
+          throw badRequest(
+            [{ path: '', document: index, message: `body is not valid YAML: ${(error as Error).message.split('\n')[0]}` }],
+            'body is not valid YAML',
+          );
         }
       })
       .filter((value) => value !== null && value !== undefined);
@@ -122,9 +134,9 @@ export type AppliedObject =
  * Every object is validated before anything is stored; all errors are reported at once.
  */
 export function decodeApplyDocuments(documents: unknown[]): AppliedObject[] {
-  const flat = documents.flatMap((doc) => {
-    if (Array.isArray(doc)) return doc;
-    if (isRecord(doc) && doc.kind === 'List' && Array.isArray(doc.items)) return doc.items;
+  const flat = documents.flatMap((doc): unknown[] => {
+    if (Array.isArray(doc)) return doc as unknown[];
+    if (isRecord(doc) && doc.kind === 'List' && Array.isArray(doc.items)) return doc.items as unknown[];
     return [doc];
   });
   if (flat.length === 0) throw badRequest([{ path: '', message: 'no objects to apply' }]);

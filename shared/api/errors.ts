@@ -58,7 +58,7 @@ export function toFieldErrors(error: z.ZodError, prefix: ReadonlyArray<PropertyK
     const path = [...prefix, ...issue.path];
     if (issue.code === 'unrecognized_keys') {
       let suggestions: Record<string, string | null> = {};
-      if (issue.message.startsWith(UNKNOWN_MARKER)) suggestions = JSON.parse(issue.message.slice(UNKNOWN_MARKER.length));
+      if (issue.message.startsWith(UNKNOWN_MARKER)) suggestions = JSON.parse(issue.message.slice(UNKNOWN_MARKER.length)) as Record<string, string | null>;
       for (const key of issue.keys) {
         const near = suggestions[key];
         out.push({ path: formatPath([...path, key]), message: near ? `unknown field; did you mean "${near}"?` : 'unknown field' });

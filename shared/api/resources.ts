@@ -82,7 +82,6 @@ const metadataFields = (name: z.ZodType<string>) => ({
 /** Metadata of a cluster-scoped object. */
 export const metadataSchema = (name: z.ZodType<string>) => strictObject(metadataFields(name));
 
-
 /**
  * The Karmada envelope: apiVersion, kind, metadata, spec. Status is accepted and ignored, like the
  * Kubernetes status subresource (health comes from reports), so GET output can be applied again.
@@ -155,8 +154,15 @@ export const clusterSpecSchema = strictObject({
 });
 export type ClusterSpecInput = z.infer<typeof clusterSpecSchema>;
 
-export const clusterSchema = resourceSchema('cluster.karmada.io/v1alpha1', 'Cluster', metadataSchema(clusterName), clusterSpecSchema.optional()).superRefine((cluster, ctx) =>
-  flagDuplicates(cluster.spec?.taints, (t) => `${t.key}:${t.effect}`, ctx, (i) => ['spec', 'taints', i], (id, first) => `duplicate taint ${id} (also at spec.taints[${first}]); taints are unique by key and effect`),
+export const clusterSchema = resourceSchema('cluster.karmada.io/v1alpha1', 'Cluster', metadataSchema(clusterName), clusterSpecSchema.optional()).superRefine(
+  (cluster, ctx) =>
+    flagDuplicates(
+      cluster.spec?.taints,
+      (t) => `${t.key}:${t.effect}`,
+      ctx,
+      (i) => ['spec', 'taints', i],
+      (id, first) => `duplicate taint ${id} (also at spec.taints[${first}]); taints are unique by key and effect`,
+    ),
 );
 export type ClusterInput = z.infer<typeof clusterSchema>;
 
@@ -187,11 +193,22 @@ export const clusterTaintPolicySpecSchema = strictObject({
   matchConditions: z.array(matchConditionSchema).max(32).optional(),
   taintsToAdd: z.array(taintToAddSchema).min(1, 'must list at least one taint').max(32),
 }).superRefine((spec, ctx) =>
-  flagDuplicates(spec.taintsToAdd, (t) => `${t.key}:${t.effect}`, ctx, (i) => ['taintsToAdd', i], (id, first) => `duplicate taint ${id} (also at spec.taintsToAdd[${first}]); a policy lists each key and effect once`),
+  flagDuplicates(
+    spec.taintsToAdd,
+    (t) => `${t.key}:${t.effect}`,
+    ctx,
+    (i) => ['taintsToAdd', i],
+    (id, first) => `duplicate taint ${id} (also at spec.taintsToAdd[${first}]); a policy lists each key and effect once`,
+  ),
 );
 export type ClusterTaintPolicySpec = z.infer<typeof clusterTaintPolicySpecSchema>;
 
-export const clusterTaintPolicySchema = resourceSchema('policy.karmada.io/v1alpha1', 'ClusterTaintPolicy', metadataSchema(objectName), clusterTaintPolicySpecSchema);
+export const clusterTaintPolicySchema = resourceSchema(
+  'policy.karmada.io/v1alpha1',
+  'ClusterTaintPolicy',
+  metadataSchema(objectName),
+  clusterTaintPolicySpecSchema,
+);
 export type ClusterTaintPolicyInput = z.infer<typeof clusterTaintPolicySchema>;
 
 // ---------------------------------------------------------------------------------------------
@@ -208,11 +225,15 @@ export const statusReportSchema = strictObject({
   conditions: z.array(reportedConditionSchema).min(1, 'must report at least one condition').max(32, 'must report at most 32 conditions'),
   observedAt: timestamp.optional(),
 }).superRefine((report, ctx) =>
-  flagDuplicates(report.conditions, (c) => c.type, ctx, (i) => ['conditions', i, 'type'], (id, first) => `duplicate condition type "${id}" (also at conditions[${first}])`),
+  flagDuplicates(
+    report.conditions,
+    (c) => c.type,
+    ctx,
+    (i) => ['conditions', i, 'type'],
+    (id, first) => `duplicate condition type "${id}" (also at conditions[${first}])`,
+  ),
 );
 export type StatusReport = z.infer<typeof statusReportSchema>;
-
-
 
 // ---------------------------------------------------------------------------------------------
 // ResourceBinding / ClusterResourceBinding (work.karmada.io/v1alpha2)
@@ -229,7 +250,13 @@ export const namespacedMetadataSchema = strictObject({ ...metadataFields(objectN
 /** Purge modes: cluster failover's spellings and application failover's are the same two modes, plus Never. */
 export const PURGE_MODES = ['Directly', 'Gracefully', 'Never'] as const;
 export type PurgeMode = (typeof PURGE_MODES)[number];
-const PURGE_ALIASES: Record<string, PurgeMode> = { Directly: 'Directly', Immediately: 'Directly', Gracefully: 'Gracefully', Graciously: 'Gracefully', Never: 'Never' };
+const PURGE_ALIASES: Record<string, PurgeMode> = {
+  Directly: 'Directly',
+  Immediately: 'Directly',
+  Gracefully: 'Gracefully',
+  Graciously: 'Gracefully',
+  Never: 'Never',
+};
 export const purgeModeSchema = <M extends PurgeMode>(allowed: readonly M[]) =>
   z.string().transform((value, ctx): M => {
     const mode = PURGE_ALIASES[value] as M | undefined;
@@ -276,7 +303,10 @@ export const replicaSchedulingSchema = strictObject({
   replicaSchedulingType: z.enum(['Duplicated', 'Divided']).default('Duplicated'),
   replicaDivisionPreference: z.enum(['Aggregated', 'Weighted']).optional(),
   weightPreference: strictObject({
-    staticWeightList: z.array(strictObject({ targetCluster: clusterAffinitySchema, weight: z.number().int().min(1, 'must be at least 1') })).max(1000).optional(),
+    staticWeightList: z
+      .array(strictObject({ targetCluster: clusterAffinitySchema, weight: z.number().int().min(1, 'must be at least 1') }))
+      .max(1000)
+      .optional(),
     dynamicWeight: z.enum(['AvailableReplicas']).optional(),
   }).optional(),
 });
@@ -318,7 +348,11 @@ export const applicationFailoverSchema = strictObject({
   blockPredecessorSeconds: wholeSeconds.min(0, 'must not be negative (0 blocks the cluster for ever)').default(600),
 }).transform((behavior, ctx) => {
   if (behavior.gracePeriodSeconds !== undefined && behavior.purgeMode !== 'Gracefully') {
-    ctx.addIssue({ code: 'custom', path: ['gracePeriodSeconds'], message: `only applies with purgeMode Graciously (Gracefully); purgeMode is ${behavior.purgeMode === 'Directly' ? 'Immediately' : 'Never'}` });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['gracePeriodSeconds'],
+      message: `only applies with purgeMode Graciously (Gracefully); purgeMode is ${behavior.purgeMode === 'Directly' ? 'Immediately' : 'Never'}`,
+    });
     return z.NEVER;
   }
   return behavior.purgeMode === 'Gracefully' ? { ...behavior, gracePeriodSeconds: behavior.gracePeriodSeconds ?? 600 } : behavior;
@@ -331,7 +365,11 @@ export const failoverSchema = strictObject({
 });
 export type FailoverBehavior = z.infer<typeof failoverSchema>;
 
-const taskReason = z.string().min(1).max(32).regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/, 'must be a CamelCase reason');
+const taskReason = z
+  .string()
+  .min(1)
+  .max(32)
+  .regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/, 'must be a CamelCase reason');
 export const gracefulEvictionTaskSchema = strictObject({
   fromCluster: clusterName,
   purgeMode: purgeModeSchema(PURGE_MODES).optional(),
@@ -358,14 +396,23 @@ export const bindingSpecSchema = strictObject({
     resourceVersion: z.string().max(64).optional(),
   }),
   replicas: z.number().int().min(0).max(1_000_000).optional(),
-  clusters: z.array(strictObject({ name: clusterName, replicas: z.number().int().min(0).optional() })).max(1000).optional(),
+  clusters: z
+    .array(strictObject({ name: clusterName, replicas: z.number().int().min(0).optional() }))
+    .max(1000)
+    .optional(),
   placement: placementSchema.optional(),
   failover: failoverSchema.optional(),
   gracefulEvictionTasks: z.array(gracefulEvictionTaskSchema).max(1000).optional(),
   // Written by application failover; accepted so GET output applies again, but the stored one is kept.
   activeEvictionHistory: z.array(evictionHistorySchema).max(1000).optional(),
 }).superRefine((spec, ctx) =>
-  flagDuplicates(spec.clusters, (c) => c.name, ctx, (i) => ['clusters', i, 'name'], (id, first) => `cluster "${id}" is listed twice (also at spec.clusters[${first}])`),
+  flagDuplicates(
+    spec.clusters,
+    (c) => c.name,
+    ctx,
+    (i) => ['clusters', i, 'name'],
+    (id, first) => `cluster "${id}" is listed twice (also at spec.clusters[${first}])`,
+  ),
 );
 export type BindingSpec = z.infer<typeof bindingSpecSchema>;
 
@@ -378,11 +425,15 @@ export type ClusterResourceBindingInput = z.infer<typeof clusterResourceBindingS
 // Workload health: POST /api/resourcebindings/{namespace}/{name}/status
 
 export const bindingStatusReportSchema = strictObject({
-  aggregatedStatus: z
-    .array(strictObject({ clusterName, applied: z.boolean().optional(), health: z.enum(['Healthy', 'Unhealthy', 'Unknown']) }))
-    .max(1000),
+  aggregatedStatus: z.array(strictObject({ clusterName, applied: z.boolean().optional(), health: z.enum(['Healthy', 'Unhealthy', 'Unknown']) })).max(1000),
 }).superRefine((report, ctx) =>
-  flagDuplicates(report.aggregatedStatus, (s) => s.clusterName, ctx, (i) => ['aggregatedStatus', i, 'clusterName'], (id, first) => `cluster "${id}" is reported twice (also at aggregatedStatus[${first}])`),
+  flagDuplicates(
+    report.aggregatedStatus,
+    (s) => s.clusterName,
+    ctx,
+    (i) => ['aggregatedStatus', i, 'clusterName'],
+    (id, first) => `cluster "${id}" is reported twice (also at aggregatedStatus[${first}])`,
+  ),
 );
 export type BindingStatusReport = z.infer<typeof bindingStatusReportSchema>;
 
@@ -416,7 +467,12 @@ export const propagationSpecSchema = strictObject({
 export type PropagationSpec = z.infer<typeof propagationSpecSchema>;
 
 export const propagationPolicySchema = resourceSchema('policy.karmada.io/v1alpha1', 'PropagationPolicy', namespacedMetadataSchema, propagationSpecSchema);
-export const clusterPropagationPolicySchema = resourceSchema('policy.karmada.io/v1alpha1', 'ClusterPropagationPolicy', metadataSchema(objectName), propagationSpecSchema);
+export const clusterPropagationPolicySchema = resourceSchema(
+  'policy.karmada.io/v1alpha1',
+  'ClusterPropagationPolicy',
+  metadataSchema(objectName),
+  propagationSpecSchema,
+);
 export type PropagationPolicyInput = z.infer<typeof propagationPolicySchema>;
 export type ClusterPropagationPolicyInput = z.infer<typeof clusterPropagationPolicySchema>;
 

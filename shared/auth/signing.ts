@@ -31,9 +31,7 @@ export function secretsEqual(given: string, expected: string): boolean {
   return timingSafeEqual(a, b);
 }
 
-export type SignatureVerdict =
-  | { ok: true; signedAt: number; signature: string }
-  | { ok: false; status: 401 | 403; message: string };
+export type SignatureVerdict = { ok: true; signedAt: number; signature: string } | { ok: false; status: 401 | 403; message: string };
 
 export interface SignedRequest {
   /** The cluster named in the URL: the one the report would change. */

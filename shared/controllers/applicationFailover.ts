@@ -1,5 +1,12 @@
 import type { ApplicationFailover, BindingStatusReport } from '../api/resources';
-import { activeBlocks, assessApplicationHealth, blockedUntil, DEFAULT_BLOCK_SECONDS, mergeWorkloadStatus, WorkloadStatusItem } from '../failover/applicationFailover';
+import {
+  activeBlocks,
+  assessApplicationHealth,
+  blockedUntil,
+  DEFAULT_BLOCK_SECONDS,
+  mergeWorkloadStatus,
+  WorkloadStatusItem,
+} from '../failover/applicationFailover';
 import { evictFromPlacement } from '../failover/placementEviction';
 import { preScheduleCheck } from '../failover/precheck';
 import { keep, write } from '../store/optimistic';
@@ -66,12 +73,20 @@ export async function reportWorkloadStatus(plane: ControlPlane, key: string, rep
   const latest = record ?? (await plane.bindings.get(key))?.value;
   const behavior = latest?.spec.failover?.application;
   if (!latest || !behavior) return { found: true, record: latest, evicted: [] };
-  const assessment = assessApplicationHealth(latest.status.aggregatedStatus ?? [], (latest.spec.clusters ?? []).map((c) => c.name), behavior, plane.clock.now());
+  const assessment = assessApplicationHealth(
+    latest.status.aggregatedStatus ?? [],
+    (latest.spec.clusters ?? []).map((c) => c.name),
+    behavior,
+    plane.clock.now(),
+  );
   // Check now when something is due that is not already known to wait (a waiting one is re-checked at
   // its own deadline or by the resync, not at every report).
   const items = latest.status.aggregatedStatus ?? [];
   const waitingAlready = (cluster: string) => items.find((i) => i.clusterName === cluster)?.failoverHeld !== undefined;
-  if (assessment.evict.some((e) => !waitingAlready(e.cluster)) || assessment.held.some((h) => items.find((i) => i.clusterName === h.cluster)?.failoverHeld !== h.why)) {
+  if (
+    assessment.evict.some((e) => !waitingAlready(e.cluster)) ||
+    assessment.held.some((h) => items.find((i) => i.clusterName === h.cluster)?.failoverHeld !== h.why)
+  ) {
     const outcome = await checkApplicationFailover(plane, key);
     return { found: true, record: outcome.record ?? latest, evicted: outcome.evicted };
   }
@@ -90,16 +105,40 @@ function recordNextCheck(current: BindingRecord, nextCheckAt: Date | undefined):
   return at;
 }
 
-function stretchEvents(record: BindingRecord, before: readonly WorkloadStatusItem[], after: readonly WorkloadStatusItem[], behavior: ApplicationFailover, now: Date): EventRecord[] {
+function stretchEvents(
+  record: BindingRecord,
+  before: readonly WorkloadStatusItem[],
+  after: readonly WorkloadStatusItem[],
+  behavior: ApplicationFailover,
+  now: Date,
+): EventRecord[] {
   const events: EventRecord[] = [];
   for (const item of after) {
     const previous = before.find((b) => b.clusterName === item.clusterName);
     if (item.unhealthySince && !previous?.unhealthySince) {
       const deadline = new Date(Date.parse(item.unhealthySince) + behavior.decisionConditions.tolerationSeconds * 1000);
-      events.push(bindingEvent(record, now, 'WorkloadUnhealthy', `Unhealthy on ${item.clusterName}: fails over at ${deadline.toISOString()} (tolerationSeconds ${behavior.decisionConditions.tolerationSeconds}) unless it becomes Healthy first`, 'Warning', { cluster: item.clusterName, unhealthySince: item.unhealthySince, deadline: deadline.toISOString() }));
+      events.push(
+        bindingEvent(
+          record,
+          now,
+          'WorkloadUnhealthy',
+          `Unhealthy on ${item.clusterName}: fails over at ${deadline.toISOString()} (tolerationSeconds ${behavior.decisionConditions.tolerationSeconds}) unless it becomes Healthy first`,
+          'Warning',
+          { cluster: item.clusterName, unhealthySince: item.unhealthySince, deadline: deadline.toISOString() },
+        ),
+      );
     } else if (!item.unhealthySince && previous?.unhealthySince && item.health === 'Healthy') {
       const lasted = seconds(now.getTime() - Date.parse(previous.unhealthySince));
-      events.push(bindingEvent(record, now, 'WorkloadRecovered', `Healthy again on ${item.clusterName} after ${lasted}s Unhealthy: nothing moves, the toleration window starts afresh`, 'Normal', { cluster: item.clusterName, unhealthySince: previous.unhealthySince }));
+      events.push(
+        bindingEvent(
+          record,
+          now,
+          'WorkloadRecovered',
+          `Healthy again on ${item.clusterName} after ${lasted}s Unhealthy: nothing moves, the toleration window starts afresh`,
+          'Normal',
+          { cluster: item.clusterName, unhealthySince: previous.unhealthySince },
+        ),
+      );
     }
   }
   return events;
@@ -119,7 +158,10 @@ export interface CheckOutcome {
 export async function checkApplicationFailover(plane: ControlPlane, key: string): Promise<CheckOutcome> {
   return inSpan('applicationFailover.check', { attributes: { [ATTR.binding]: key } }, async () => {
     const outcome = await check(plane, key);
-    annotate({ [ATTR.outcome]: outcome.evicted.length > 0 ? 'evicted' : outcome.held.length > 0 ? 'held' : 'none', 'failover.evicted': outcome.evicted.join(',') });
+    annotate({
+      [ATTR.outcome]: outcome.evicted.length > 0 ? 'evicted' : outcome.held.length > 0 ? 'held' : 'none',
+      'failover.evicted': outcome.evicted.join(','),
+    });
     return outcome;
   });
 }
@@ -145,11 +187,20 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
       if (!current || !behavior) return keep(null);
       const before = JSON.stringify(current);
       const items = current.status.aggregatedStatus ?? [];
-      const assessment = assessApplicationHealth(items, (current.spec.clusters ?? []).map((c) => c.name), behavior, now);
+      const assessment = assessApplicationHealth(
+        items,
+        (current.spec.clusters ?? []).map((c) => c.name),
+        behavior,
+        now,
+      );
       const history = activeBlocks(current.spec.activeEvictionHistory ?? [], behavior.blockPredecessorSeconds, now);
       if (history.keep.length < (current.spec.activeEvictionHistory ?? []).length) current.spec.activeEvictionHistory = history.keep;
       const deadlines = assessment.nextCheckAt ? [assessment.nextCheckAt.getTime()] : [];
-      const holdAll = !plane.config.failoverEnabled ? 'the Failover gate is off' : pacerState.paused ? 'evictions are paused (POST /api/failover/resume)' : undefined;
+      const holdAll = !plane.config.failoverEnabled
+        ? 'the Failover gate is off'
+        : pacerState.paused
+          ? 'evictions are paused (POST /api/failover/resume)'
+          : undefined;
       const holds = new Map<string, string>(assessment.held.map((h) => [h.cluster, h.why]));
       for (const due of assessment.evict) {
         if (holdAll) {
@@ -179,7 +230,12 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
         if (why === item.failoverHeld) continue;
         if (why) {
           item.failoverHeld = why;
-          events.push(bindingEvent(current, now, 'ApplicationFailoverHeld', `Unhealthy on ${item.clusterName} beyond its toleration, but stays: ${why}`, 'Warning', { cluster: item.clusterName, why }));
+          events.push(
+            bindingEvent(current, now, 'ApplicationFailoverHeld', `Unhealthy on ${item.clusterName} beyond its toleration, but stays: ${why}`, 'Warning', {
+              cluster: item.clusterName,
+              why,
+            }),
+          );
         } else delete item.failoverHeld;
       }
       held = [...holds].map(([cluster, why]) => ({ cluster, why }));
@@ -229,14 +285,23 @@ function evictForApplicationFailure(current: BindingRecord, cluster: string, unh
       : behavior.purgeMode === 'Directly'
         ? 'the old copy is removed at once'
         : 'the old copy stays until someone confirms its task (purgeMode Never)';
-  const block = until ? `${cluster} may be chosen again from ${until.toISOString()}` : `${cluster} is never chosen again for this workload (blockPredecessorSeconds 0)`;
-  return bindingEvent(current, now, 'ApplicationFailover', `left ${cluster}: Unhealthy for ${lasted}s since ${unhealthySince} (tolerationSeconds ${behavior.decisionConditions.tolerationSeconds}); ${purge}; ${block}`, 'Warning', {
-    cluster,
-    unhealthySince,
-    tolerationSeconds: behavior.decisionConditions.tolerationSeconds,
-    purgeMode: behavior.purgeMode,
-    blockedUntil: until?.toISOString() ?? null,
-  });
+  const block = until
+    ? `${cluster} may be chosen again from ${until.toISOString()}`
+    : `${cluster} is never chosen again for this workload (blockPredecessorSeconds 0)`;
+  return bindingEvent(
+    current,
+    now,
+    'ApplicationFailover',
+    `left ${cluster}: Unhealthy for ${lasted}s since ${unhealthySince} (tolerationSeconds ${behavior.decisionConditions.tolerationSeconds}); ${purge}; ${block}`,
+    'Warning',
+    {
+      cluster,
+      unhealthySince,
+      tolerationSeconds: behavior.decisionConditions.tolerationSeconds,
+      purgeMode: behavior.purgeMode,
+      blockedUntil: until?.toISOString() ?? null,
+    },
+  );
 }
 
 /**
@@ -250,7 +315,14 @@ export async function applicationFailoverResync(plane: ControlPlane): Promise<nu
     const behavior = value.spec.failover?.application;
     // Only what is due now (a lost deadline message, a resumed pause, a fleet that changed): a future
     // deadline already has its message.
-    const due = behavior && assessApplicationHealth(value.status.aggregatedStatus ?? [], (value.spec.clusters ?? []).map((c) => c.name), behavior, now).evict.length > 0;
+    const due =
+      behavior &&
+      assessApplicationHealth(
+        value.status.aggregatedStatus ?? [],
+        (value.spec.clusters ?? []).map((c) => c.name),
+        behavior,
+        now,
+      ).evict.length > 0;
     const history = value.spec.activeEvictionHistory ?? [];
     const expired = history.length > 0 && activeBlocks(history, behavior?.blockPredecessorSeconds ?? DEFAULT_BLOCK_SECONDS, now).keep.length < history.length;
     if (due) evicted += (await checkApplicationFailover(plane, id)).evicted.length;
@@ -280,7 +352,16 @@ export async function confirmEvictionTask(plane: ControlPlane, key: string, clus
     return write(current, 'confirmed');
   });
   if (result === 'confirmed' && record) {
-    await plane.events.append([bindingEvent(record, plane.clock.now(), 'OldCopyRemoved', `graceful eviction task for ${cluster} confirmed by an administrator; the copy on ${cluster} may be deleted`, 'Normal', { cluster, why: 'confirmed' })]);
+    await plane.events.append([
+      bindingEvent(
+        record,
+        plane.clock.now(),
+        'OldCopyRemoved',
+        `graceful eviction task for ${cluster} confirmed by an administrator; the copy on ${cluster} may be deleted`,
+        'Normal',
+        { cluster, why: 'confirmed' },
+      ),
+    ]);
   }
   return result;
 }

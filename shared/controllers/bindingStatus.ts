@@ -16,7 +16,11 @@ export async function reportBindingStatus(plane: ControlPlane, ref: BindingRef, 
   const cleared = await sweepBinding(plane, key);
   const entry = await plane.bindings.get(key);
   if (!entry) return undefined;
-  return { ...bindingResource(entry.value, entry.etag), evictedClusters: outcome.evicted, clearedTasks: cleared.map((c) => ({ fromCluster: c.task.fromCluster, why: c.why })) };
+  return {
+    ...bindingResource(entry.value, entry.etag),
+    evictedClusters: outcome.evicted,
+    clearedTasks: cleared.map((c) => ({ fromCluster: c.task.fromCluster, why: c.why })),
+  };
 }
 
 /** DELETE .../evictiontasks/{cluster}: a person confirms the old copy is dealt with (the only way a purgeMode Never task ends). */

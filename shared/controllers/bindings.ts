@@ -6,14 +6,15 @@ import { keep, remove, write } from '../store/optimistic';
 import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
 import { writeBinding } from './state/bindingWrites';
-import { bindingResource } from './views';
 import { ApplyAction, governedSpec } from './state/derivation';
 import { bindingEvent } from './state/events';
 import { loadPropagationPolicies } from './state/reads';
+import { bindingResource } from './views';
 
 type BindingInput = ResourceBindingInput | ClusterResourceBindingInput;
 
-const userView = (record: BindingRecord) => JSON.stringify({ labels: record.labels, annotations: record.annotations, spec: record.spec, inheritedFrom: record.inheritedFrom });
+const userView = (record: BindingRecord) =>
+  JSON.stringify({ labels: record.labels, annotations: record.annotations, spec: record.spec, inheritedFrom: record.inheritedFrom });
 
 export function refOf(input: BindingInput): BindingRef {
   return input.kind === 'ResourceBinding'

@@ -107,7 +107,11 @@ export async function reportClusterStatus(
       throw notFound(`cluster "${name}" is not registered; apply a Cluster first (AUTO_REGISTER_CLUSTERS is false)`);
     }
     // Replay protection: a signed report older than the newest applied one, or the same one again, is refused.
-    if (signed && current?.lastSignedAt !== undefined && (signed.signedAt < current.lastSignedAt || (signed.signedAt === current.lastSignedAt && signed.signature === current.lastSignature))) {
+    if (
+      signed &&
+      current?.lastSignedAt !== undefined &&
+      (signed.signedAt < current.lastSignedAt || (signed.signedAt === current.lastSignedAt && signed.signature === current.lastSignature))
+    ) {
       throw new ApiError(409, 'this signed report is older than (or the same as) the newest report already applied for this cluster; nothing changed');
     }
     if (current?.lastObservedAt && observedAt < current.lastObservedAt) {
@@ -137,7 +141,9 @@ export async function reportClusterStatus(
     if (!current) events.push(clusterEvent(name, now, 'Registered', 'cluster registered by its first health report'));
     for (const type of transitioned) {
       const c = merged.conditions.find((x) => x.type === type)!;
-      events.push(clusterEvent(name, now, 'ConditionChanged', `condition ${type} is now ${c.status}${c.reason ? ` (${c.reason})` : ''}`, 'Normal', { condition: c }));
+      events.push(
+        clusterEvent(name, now, 'ConditionChanged', `condition ${type} is now ${c.status}${c.reason ? ` (${c.reason})` : ''}`, 'Normal', { condition: c }),
+      );
     }
     return { record, result: undefined, events };
   };
@@ -162,7 +168,12 @@ export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<str
   const now = plane.clock.now();
   const clusters = await plane.clusters.list();
   const stale = clusters.filter(({ value }) => {
-    const verdict = heartbeatVerdict({ lastReportAt: value.lastReportAt, registeredAt: value.createdAt, readyCondition: value.conditions.find((c) => c.type === 'Ready') }, now, grace + HEARTBEAT_COALESCE_SECONDS, startupGrace);
+    const verdict = heartbeatVerdict(
+      { lastReportAt: value.lastReportAt, registeredAt: value.createdAt, readyCondition: value.conditions.find((c) => c.type === 'Ready') },
+      now,
+      grace + HEARTBEAT_COALESCE_SECONDS,
+      startupGrace,
+    );
     return verdict.expired && !verdict.alreadyUnknown;
   });
   if (stale.length === 0) return [];
@@ -174,13 +185,22 @@ export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<str
       id,
       (current, at) => {
         if (!current) return { unchanged: false };
-        const verdict = heartbeatVerdict({ lastReportAt: current.lastReportAt, registeredAt: current.createdAt, readyCondition: current.conditions.find((c) => c.type === 'Ready') }, at, grace + HEARTBEAT_COALESCE_SECONDS, startupGrace);
+        const verdict = heartbeatVerdict(
+          { lastReportAt: current.lastReportAt, registeredAt: current.createdAt, readyCondition: current.conditions.find((c) => c.type === 'Ready') },
+          at,
+          grace + HEARTBEAT_COALESCE_SECONDS,
+          startupGrace,
+        );
         if (!verdict.expired || verdict.alreadyUnknown) return { unchanged: false };
         const silentFor = Math.round((at.getTime() - new Date(verdict.silentSince).getTime()) / 1000);
         const message = current.lastReportAt
           ? `cluster has not reported for ${silentFor}s (grace period ${grace}s)`
           : `cluster has never reported, ${silentFor}s after registration (startup grace period ${startupGrace}s)`;
-        const merged = mergeConditions(current.conditions, [{ type: 'Ready', status: 'Unknown', reason: CLUSTER_STATUS_UNKNOWN_REASON, message }], at.toISOString());
+        const merged = mergeConditions(
+          current.conditions,
+          [{ type: 'Ready', status: 'Unknown', reason: CLUSTER_STATUS_UNKNOWN_REASON, message }],
+          at.toISOString(),
+        );
         current.conditions = merged.conditions;
         return {
           record: current,

@@ -76,7 +76,13 @@ const decisionOf = (record: EvictionRecord) => record.decidedAt;
 export async function settleScheduledRow(plane: ControlPlane, row: VersionedEviction, mode: 'evict' | 'requeue'): Promise<WorkerOutcome> {
   const { record } = row;
   const state = await recentPacerState(plane);
-  const hold = !plane.config.failoverEnabled ? 'the Failover gate is off' : state.paused ? 'evictions are paused' : state.tier === 'halted' ? 'evictions are halted: too many clusters are faulty' : undefined;
+  const hold = !plane.config.failoverEnabled
+    ? 'the Failover gate is off'
+    : state.paused
+      ? 'evictions are paused'
+      : state.tier === 'halted'
+        ? 'evictions are halted: too many clusters are faulty'
+        : undefined;
 
   const binding = await plane.bindings.get(record.bindingKey);
   const mark = binding?.value.evictionMarks?.[record.cluster];
@@ -92,7 +98,13 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   // Design decision 8: the source cluster's taint, read now from storage (no cache an abandon pass could race).
   const source = await plane.clusters.get(record.cluster);
   if (!source?.value.taints.some(isFaultyTaint)) {
-    return (await abandon(plane, row, source ? 'the cluster recovered before its slot: it has no NoExecute or PreferNoExecute taint' : 'the cluster was deleted')) ? 'recovered' : 'duplicate';
+    return (await abandon(
+      plane,
+      row,
+      source ? 'the cluster recovered before its slot: it has no NoExecute or PreferNoExecute taint' : 'the cluster was deleted',
+    ))
+      ? 'recovered'
+      : 'duplicate';
   }
   if (!binding || !placedOn.includes(record.cluster)) {
     return (await abandon(plane, row, binding ? 'the binding is no longer on this cluster' : 'the binding was deleted')) ? 'left' : 'duplicate';
@@ -117,12 +129,21 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   // The effect: the cluster leaves the binding (one rule: failover/placementEviction.ts) with this
   // decision's mark, in one ETag-guarded write. Its placement row goes with the ledger commit below.
   const executedAt = now.toISOString();
-  const { result: evicted, record: written, etag } = await writeBinding<boolean>(
+  const {
+    result: evicted,
+    record: written,
+    etag,
+  } = await writeBinding<boolean>(
     plane,
     record.bindingKey,
     (current, at) => {
       if (!current) return keep(false);
-      const eviction = evictFromPlacement(current.spec, record.cluster, { reason: 'TaintUntolerated', producer: 'TaintManager', purgeMode: record.purgeMode }, at);
+      const eviction = evictFromPlacement(
+        current.spec,
+        record.cluster,
+        { reason: 'TaintUntolerated', producer: 'TaintManager', purgeMode: record.purgeMode },
+        at,
+      );
       if (!eviction.evicted) return keep(false);
       current.spec.clusters = eviction.clusters;
       current.spec.gracefulEvictionTasks = eviction.gracefulEvictionTasks;
@@ -151,9 +172,19 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
 async function finishEviction(plane: ControlPlane, row: VersionedEviction, executedAt: string, written?: Versioned<BindingRecord>): Promise<WorkerOutcome> {
   const { record } = row;
   const now = plane.clock.now();
-  const committed: EvictionRecord = { ...record, state: 'done', executedAt, attempts: record.attempts + 1, updatedAt: now.toISOString(), commitId: randomUUID() };
+  const committed: EvictionRecord = {
+    ...record,
+    state: 'done',
+    executedAt,
+    attempts: record.attempts + 1,
+    updatedAt: now.toISOString(),
+    commitId: randomUUID(),
+  };
   await plane.events.append([
-    { ...evictionEvent(committed, executedAt, 'Evicted', `evicted from ${record.cluster} (${committed.purgeMode}): ${committed.why}`, 'Warning'), id: `evicted-${record.cluster}-${decisionOf(record)}` },
+    {
+      ...evictionEvent(committed, executedAt, 'Evicted', `evicted from ${record.cluster} (${committed.purgeMode}): ${committed.why}`, 'Warning'),
+      id: `evicted-${record.cluster}-${decisionOf(record)}`,
+    },
   ]);
   let etag = row.etag;
   let landed = false;

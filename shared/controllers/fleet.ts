@@ -7,7 +7,11 @@ import { evictionView, fleetView } from './views';
 
 /** GET /api/fleet: fleet health, the eviction tier and rate, the switches, and the ledger's waiting rows. */
 export async function fleetStatus(plane: ControlPlane): Promise<ReturnType<typeof fleetView>> {
-  const [health, { state }, waiting] = await Promise.all([currentFleetHealth(plane, 0), plane.ledger.getPacerState(), plane.ledger.scanEvictions({ states: ['pending', 'scheduled'] })]);
+  const [health, { state }, waiting] = await Promise.all([
+    currentFleetHealth(plane, 0),
+    plane.ledger.getPacerState(),
+    plane.ledger.scanEvictions({ states: ['pending', 'scheduled'] }),
+  ]);
   const pending = waiting.filter((row) => row.record.state === 'pending').length;
   return fleetView(health, { failoverEnabled: plane.config.failoverEnabled, paused: state.paused }, { pending, scheduled: waiting.length - pending });
 }

@@ -12,7 +12,11 @@ import { bindingEvent } from './state/events';
  * The graceful-eviction sweep for one binding: drops the tasks whose old copy may now go and records an
  * event for each (what a downstream deployer acts on to delete the old copy). Returns the dropped tasks.
  */
-export async function sweepBinding(plane: ControlPlane, key: string, current?: Versioned<BindingRecord>): Promise<Array<{ task: GracefulEvictionTask; why: string }>> {
+export async function sweepBinding(
+  plane: ControlPlane,
+  key: string,
+  current?: Versioned<BindingRecord>,
+): Promise<Array<{ task: GracefulEvictionTask; why: string }>> {
   return inSpan('gracefulEviction.sweep', { attributes: { [ATTR.binding]: key } }, async () => {
     const dropped = await sweep(plane, key, current);
     annotate({ [ATTR.count]: dropped.length, [ATTR.outcome]: dropped.length > 0 ? 'cleared' : 'kept' });
@@ -22,28 +26,33 @@ export async function sweepBinding(plane: ControlPlane, key: string, current?: V
 
 async function sweep(plane: ControlPlane, key: string, known?: Versioned<BindingRecord>): Promise<Array<{ task: GracefulEvictionTask; why: string }>> {
   let dropped: Array<{ task: GracefulEvictionTask; why: string }> = [];
-  const { record } = await writeBinding<null>(plane, key, (current, now) => {
-    dropped = [];
-    const tasks = current?.spec.gracefulEvictionTasks ?? [];
-    if (!current || tasks.length === 0) return keep(null);
-    const assessment = assessTasks(
-      tasks,
-      {
-        generation: current.generation,
-        schedulerObservedGeneration: current.status.schedulerObservedGeneration,
-        clusters: (current.spec.clusters ?? []).map((c) => c.name),
-        aggregatedStatus: current.status.aggregatedStatus ?? [],
-      },
-      now,
-      { globalTimeoutSeconds: plane.config.gracefulEvictionTimeoutSeconds, plugins: plane.config.evictionPlugins },
-    );
-    if (assessment.drop.length === 0) return keep(null);
-    dropped = assessment.drop;
-    // Tasks are bookkeeping of the old copies: removing one does not change what is scheduled, so the
-    // generation stays (a bump would make every other task wait for a new scheduling round).
-    current.spec.gracefulEvictionTasks = assessment.keep;
-    return write(current, null);
-  }, known ? { current: known } : {});
+  const { record } = await writeBinding<null>(
+    plane,
+    key,
+    (current, now) => {
+      dropped = [];
+      const tasks = current?.spec.gracefulEvictionTasks ?? [];
+      if (!current || tasks.length === 0) return keep(null);
+      const assessment = assessTasks(
+        tasks,
+        {
+          generation: current.generation,
+          schedulerObservedGeneration: current.status.schedulerObservedGeneration,
+          clusters: (current.spec.clusters ?? []).map((c) => c.name),
+          aggregatedStatus: current.status.aggregatedStatus ?? [],
+        },
+        now,
+        { globalTimeoutSeconds: plane.config.gracefulEvictionTimeoutSeconds, plugins: plane.config.evictionPlugins },
+      );
+      if (assessment.drop.length === 0) return keep(null);
+      dropped = assessment.drop;
+      // Tasks are bookkeeping of the old copies: removing one does not change what is scheduled, so the
+      // generation stays (a bump would make every other task wait for a new scheduling round).
+      current.spec.gracefulEvictionTasks = assessment.keep;
+      return write(current, null);
+    },
+    known ? { current: known } : {},
+  );
   if (record && dropped.length > 0) {
     const now = plane.clock.now().toISOString();
     const events = dropped.map(({ task, why }) =>
@@ -71,7 +80,12 @@ export async function sweepAllBindings(plane: ControlPlane): Promise<number> {
       const cleared = await sweep(plane, entry.id);
       dropped += cleared.length;
       // A span only when the sweep did something, in the trace of the failure that made the tasks.
-      if (cleared.length > 0) recordSpan('gracefulEviction.sweep', { parent: { traceparent: entry.value.traceparent }, startTime, attributes: { [ATTR.binding]: entry.id, [ATTR.count]: cleared.length, [ATTR.outcome]: 'cleared' } });
+      if (cleared.length > 0)
+        recordSpan('gracefulEviction.sweep', {
+          parent: { traceparent: entry.value.traceparent },
+          startTime,
+          attributes: { [ATTR.binding]: entry.id, [ATTR.count]: cleared.length, [ATTR.outcome]: 'cleared' },
+        });
     }
   }
   return dropped;

@@ -32,19 +32,29 @@ export interface PacerOutcome {
 export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   const now = plane.clock.now();
   const nowMs = now.getTime();
-  const [{ state, etag }, health] = await Promise.all([plane.ledger.getPacerState(), currentFleetHealth(plane)]);
+  const [{ state, etag }, recent] = await Promise.all([plane.ledger.getPacerState(), currentFleetHealth(plane)]);
+  const held = !plane.config.failoverEnabled
+    ? 'gate'
+    : state.paused
+      ? 'paused'
+      : Date.parse(state.nextSlotAt) > nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS
+        ? 'busy'
+        : undefined;
+  // Candidates in due order: due groups (one per cluster shard and due time) say which clusters have rows
+  // due when; one range query per (due time, cluster) then reads those rows across the cluster's shards.
+  const groups = held ? [] : await plane.ledger.listDue(new Date(nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS).toISOString(), 500);
+  // The tier that claims rows is judged on the fleet as it is now, not on the second-old view (a fleet
+  // that turned halted since, with rows decided on it, must schedule nothing). Idle ticks use the view.
+  const health = groups.length > 0 ? await currentFleetHealth(plane, 0) : recent;
   const base: PacerState = { ...state, tier: health.tier, rate: health.rate, total: health.total, faulty: health.faulty, updatedAt: now.toISOString() };
-  const skipped = !plane.config.failoverEnabled ? 'gate' : state.paused ? 'paused' : health.rate === 0 ? 'halted' : Date.parse(state.nextSlotAt) > nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS ? 'busy' : undefined;
+  const skipped = held ?? (health.rate === 0 ? 'halted' : undefined);
   const healthChanged = state.tier !== base.tier || state.rate !== base.rate || state.total !== base.total || state.faulty !== base.faulty;
   if (skipped) {
     if (healthChanged) await plane.ledger.putPacerState(base, etag);
     return { tier: health.tier, rate: health.rate, scheduled: 0, skipped };
   }
 
-  // Candidates in due order: due groups (one per cluster shard and due time) say which clusters have rows
-  // due when; one range query per (due time, cluster) then reads those rows across the cluster's shards.
   const limit = Math.ceil((health.rate * WINDOW_MS) / 1000) + 1;
-  const groups = await plane.ledger.listDue(new Date(nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS).toISOString(), 500);
   const buckets = new Map<string, DueGroup[]>();
   for (const group of groups) {
     const id = `${group.dueAt}|${group.cluster}`;
@@ -98,8 +108,14 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
       etags = [];
       for (const update of updates) {
         const latest = await plane.ledger.getEviction(update.record.cluster, update.record.bindingKey);
-        if (latest?.record.state === 'scheduled' && latest.record.updatedAt === update.record.updatedAt && latest.record.scheduledFor === update.record.scheduledFor) etags.push(latest.etag);
-        else if (latest?.record.state === 'pending' && latest.etag === update.etag) etags.push((await plane.ledger.updateEviction(update.record, update.etag)) || undefined);
+        if (
+          latest?.record.state === 'scheduled' &&
+          latest.record.updatedAt === update.record.updatedAt &&
+          latest.record.scheduledFor === update.record.scheduledFor
+        )
+          etags.push(latest.etag);
+        else if (latest?.record.state === 'pending' && latest.etag === update.etag)
+          etags.push((await plane.ledger.updateEviction(update.record, update.etag)) || undefined);
         else etags.push(undefined);
       }
     }
@@ -110,10 +126,19 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
       const slot = slots[i];
       const delaySeconds = Math.max(0, Math.floor((slot - nowMs) / 1000) - SLOT_LEAD_SECONDS);
       const row = claimed[i].record;
-      const attributes = { [ATTR.cluster]: row.cluster, [ATTR.binding]: row.bindingKey, [ATTR.tier]: health.tier, [ATTR.rate]: health.rate, 'failover.slot': new Date(slot).toISOString() };
+      const attributes = {
+        [ATTR.cluster]: row.cluster,
+        [ATTR.binding]: row.bindingKey,
+        [ATTR.tier]: health.tier,
+        [ATTR.rate]: health.rate,
+        'failover.slot': new Date(slot).toISOString(),
+      };
       sent.push(
         inSpan('pacer.schedule', { parent: { traceparent: row.traceparent }, attributes }, () =>
-          plane.evictions.send({ cluster: row.cluster, bindingKey: row.bindingKey, etag: newEtag, slot: new Date(slot).toISOString(), record: updates[k].record }, { delaySeconds }),
+          plane.evictions.send(
+            { cluster: row.cluster, bindingKey: row.bindingKey, etag: newEtag, slot: new Date(slot).toISOString(), record: updates[k].record },
+            { delaySeconds },
+          ),
         ),
       );
     });

@@ -18,12 +18,18 @@ import { propagationPolicyResource } from './views';
 type PolicyInput = PropagationPolicyInput | ClusterPropagationPolicyInput;
 
 const refOf = (input: PolicyInput): PolicyRef =>
-  input.kind === 'PropagationPolicy' ? { kind: 'PropagationPolicy', namespace: input.metadata.namespace, name: input.metadata.name } : { kind: 'ClusterPropagationPolicy', name: input.metadata.name };
+  input.kind === 'PropagationPolicy'
+    ? { kind: 'PropagationPolicy', namespace: input.metadata.namespace, name: input.metadata.name }
+    : { kind: 'ClusterPropagationPolicy', name: input.metadata.name };
 
 export async function applyPropagationPolicy(plane: ControlPlane, input: PolicyInput): Promise<ApplyAction> {
   const ref = refOf(input);
   const { result } = await mutate<PropagationPolicyRecord, ApplyAction>(plane.propagationPolicies, policyKey(ref), (current) =>
-    appliedPolicy(current?.value, () => ({ ...ref, uid: randomUUID(), createdAt: plane.clock.now().toISOString(), generation: 1, labels: {}, annotations: {}, spec: input.spec }), input),
+    appliedPolicy(
+      current?.value,
+      () => ({ ...ref, uid: randomUUID(), createdAt: plane.clock.now().toISOString(), generation: 1, labels: {}, annotations: {}, spec: input.spec }),
+      input,
+    ),
   );
   if (result !== 'unchanged') await policyChanged(plane, ref, result === 'created' ? 'Created' : 'Configured');
   return result;
@@ -38,7 +44,15 @@ export async function deletePropagationPolicy(plane: ControlPlane, ref: PolicyRe
 async function policyChanged(plane: ControlPlane, ref: PolicyRef, reason: 'Created' | 'Configured' | 'Deleted'): Promise<void> {
   forgetPropagationPolicies(plane);
   const rederived = await rederiveBindings(plane);
-  await plane.events.append([policyEvent(ref.kind, ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name, plane.clock.now(), reason, `policy ${reason.toLowerCase()}; ${rederived} binding(s) re-derived`)]);
+  await plane.events.append([
+    policyEvent(
+      ref.kind,
+      ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name,
+      plane.clock.now(),
+      reason,
+      `policy ${reason.toLowerCase()}; ${rederived} binding(s) re-derived`,
+    ),
+  ]);
 }
 
 /**
@@ -67,7 +81,9 @@ export async function rederiveBindings(plane: ControlPlane): Promise<number> {
     });
     if (!record) continue;
     changed++;
-    const source = record.inheritedFrom ? `now inherits ${record.inheritedFrom.fields.join(' and ')} from ${policyDisplay(record.inheritedFrom)}` : 'no longer inherits from a policy';
+    const source = record.inheritedFrom
+      ? `now inherits ${record.inheritedFrom.fields.join(' and ')} from ${policyDisplay(record.inheritedFrom)}`
+      : 'no longer inherits from a policy';
     await plane.events.append([bindingEvent(record, plane.clock.now(), 'PolicyApplied', source)]);
     if (placementChanged) await plane.scheduler.send({ binding: id });
   }
@@ -78,7 +94,9 @@ export async function rederiveBindings(plane: ControlPlane): Promise<number> {
 export async function listPropagationPolicies(plane: ControlPlane, kind: PolicyRef['kind'], namespace?: string) {
   // Keys are `pp:<namespace>:<name>` and `cpp:<name>` (policyKey): a prefix selects a kind or a namespace.
   const prefix = kind === 'ClusterPropagationPolicy' ? 'cpp:' : namespace ? `pp:${namespace}:` : 'pp:';
-  return (await plane.propagationPolicies.list()).filter((entry) => entry.id.startsWith(prefix)).map((entry) => propagationPolicyResource(entry.value, entry.etag));
+  return (await plane.propagationPolicies.list())
+    .filter((entry) => entry.id.startsWith(prefix))
+    .map((entry) => propagationPolicyResource(entry.value, entry.etag));
 }
 
 export async function getPropagationPolicy(plane: ControlPlane, ref: PolicyRef) {

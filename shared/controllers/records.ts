@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { BindingSpec, ClusterSpecInput, ClusterTaintPolicySpec, PropagationSpec } from '../api/resources';
-import type { InheritedField, PolicyRef } from '../failover/propagation';
 import type { WorkloadStatusItem } from '../failover/applicationFailover';
 import type { BindingKind } from '../failover/bindingModel';
 import type { ClusterFacts, ClusterTaint, Condition, PolicyWindow, TaintPolicy } from '../failover/model';
+import type { InheritedField, PolicyRef } from '../failover/propagation';
 
 /** What every stored object carries, as Kubernetes metadata. */
 export interface StoredMetadata {

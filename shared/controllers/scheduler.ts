@@ -15,7 +15,10 @@ type Condition = NonNullable<BindingStatus['conditions']>[number];
 function setCondition(status: BindingStatus, condition: Omit<Condition, 'lastTransitionTime'>, now: Date): void {
   const conditions = status.conditions ?? [];
   const previous = conditions.find((c) => c.type === condition.type);
-  const next: Condition = { ...condition, lastTransitionTime: previous && previous.status === condition.status ? previous.lastTransitionTime : now.toISOString() };
+  const next: Condition = {
+    ...condition,
+    lastTransitionTime: previous && previous.status === condition.status ? previous.lastTransitionTime : now.toISOString(),
+  };
   status.conditions = [...conditions.filter((c) => c.type !== condition.type), next];
 }
 
@@ -41,41 +44,63 @@ async function place(plane: ControlPlane, key: string, current?: Versioned<Bindi
   const clusters = await fleetClusters(plane, 0);
   let outcome: ScheduleOutcome = 'absent';
   let event: EventRecord | undefined;
-  const placed = await writeBinding<null>(plane, key, (current, now) => {
-    event = undefined;
-    if (!current) {
-      outcome = 'absent';
-      return keep(null);
-    }
-    if (current.status.schedulerObservedGeneration === current.generation) {
-      outcome = 'up-to-date';
-      return keep(null);
-    }
-    // Clusters this binding left for an application failure stay out until their block ends (seed 003).
-    const history = activeBlocks(current.spec.activeEvictionHistory ?? [], current.spec.failover?.application?.blockPredecessorSeconds ?? DEFAULT_BLOCK_SECONDS, now);
-    if ((current.spec.activeEvictionHistory ?? []).length > 0) current.spec.activeEvictionHistory = history.keep;
-    const result = schedule({ replicas: current.spec.replicas ?? 0, placement: current.spec.placement, current: current.spec.clusters ?? [], clusters, blocked: history.blocked });
-    if (!result.ok) {
-      outcome = 'no-fit';
-      const before = JSON.stringify(current.status.conditions ?? []);
-      setCondition(current.status, { type: 'Scheduled', status: 'False', reason: 'NoClusterFit', message: result.message }, now);
-      if (JSON.stringify(current.status.conditions) === before) return keep(null);
-      event = bindingEvent(current, now, 'NoClusterFit', result.message, 'Warning', { rejected: result.rejected });
+  const placed = await writeBinding<null>(
+    plane,
+    key,
+    (current, now) => {
+      event = undefined;
+      if (!current) {
+        outcome = 'absent';
+        return keep(null);
+      }
+      if (current.status.schedulerObservedGeneration === current.generation) {
+        outcome = 'up-to-date';
+        return keep(null);
+      }
+      // Clusters this binding left for an application failure stay out until their block ends (seed 003).
+      const history = activeBlocks(
+        current.spec.activeEvictionHistory ?? [],
+        current.spec.failover?.application?.blockPredecessorSeconds ?? DEFAULT_BLOCK_SECONDS,
+        now,
+      );
+      if ((current.spec.activeEvictionHistory ?? []).length > 0) current.spec.activeEvictionHistory = history.keep;
+      const result = schedule({
+        replicas: current.spec.replicas ?? 0,
+        placement: current.spec.placement,
+        current: current.spec.clusters ?? [],
+        clusters,
+        blocked: history.blocked,
+      });
+      if (!result.ok) {
+        outcome = 'no-fit';
+        const before = JSON.stringify(current.status.conditions ?? []);
+        setCondition(current.status, { type: 'Scheduled', status: 'False', reason: 'NoClusterFit', message: result.message }, now);
+        if (JSON.stringify(current.status.conditions) === before) return keep(null);
+        event = bindingEvent(current, now, 'NoClusterFit', result.message, 'Warning', { rejected: result.rejected });
+        return write(current, null);
+      }
+      outcome = 'scheduled';
+      const changed =
+        JSON.stringify(result.clusters) !==
+        JSON.stringify((current.spec.clusters ?? []).map((c) => ({ name: c.name, replicas: c.replicas ?? current.spec.replicas ?? 0 })));
+      if (changed) {
+        current.spec.clusters = result.clusters;
+        current.generation += 1;
+      }
+      current.status.schedulerObservedGeneration = current.generation;
+      setCondition(
+        current.status,
+        { type: 'Scheduled', status: 'True', reason: 'Success', message: `placed on ${result.clusters.map((c) => `${c.name} (${c.replicas})`).join(', ')}` },
+        now,
+      );
+      event = bindingEvent(current, now, 'Scheduled', `placed on ${result.clusters.map((c) => c.name).join(', ')}`);
       return write(current, null);
-    }
-    outcome = 'scheduled';
-    const changed = JSON.stringify(result.clusters) !== JSON.stringify((current.spec.clusters ?? []).map((c) => ({ name: c.name, replicas: c.replicas ?? current.spec.replicas ?? 0 })));
-    if (changed) {
-      current.spec.clusters = result.clusters;
-      current.generation += 1;
-    }
-    current.status.schedulerObservedGeneration = current.generation;
-    setCondition(current.status, { type: 'Scheduled', status: 'True', reason: 'Success', message: `placed on ${result.clusters.map((c) => `${c.name} (${c.replicas})`).join(', ')}` }, now);
-    event = bindingEvent(current, now, 'Scheduled', `placed on ${result.clusters.map((c) => c.name).join(', ')}`);
-    return write(current, null);
-  }, current ? { current } : {});
+    },
+    current ? { current } : {},
+  );
   if (event) await plane.events.append([event]);
-  if ((outcome as ScheduleOutcome) === 'scheduled') await sweepBinding(plane, key, placed.record && placed.etag ? { value: placed.record, etag: placed.etag } : undefined);
+  if ((outcome as ScheduleOutcome) === 'scheduled')
+    await sweepBinding(plane, key, placed.record && placed.etag ? { value: placed.record, etag: placed.etag } : undefined);
   return outcome;
 }
 
@@ -83,7 +108,11 @@ async function place(plane: ControlPlane, key: string, current?: Versioned<Bindi
 export async function scheduleAll(plane: ControlPlane): Promise<number> {
   let scheduled = 0;
   for (const entry of await plane.bindings.list()) {
-    if (entry.value.status.schedulerObservedGeneration !== entry.value.generation && (await scheduleBinding(plane, entry.id, { traceparent: entry.value.traceparent })) === 'scheduled') scheduled++;
+    if (
+      entry.value.status.schedulerObservedGeneration !== entry.value.generation &&
+      (await scheduleBinding(plane, entry.id, { traceparent: entry.value.traceparent })) === 'scheduled'
+    )
+      scheduled++;
   }
   return scheduled;
 }

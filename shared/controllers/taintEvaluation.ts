@@ -3,9 +3,9 @@ import { ATTR, inSpan } from '../telemetry/tracing';
 import type { ControlPlane } from './ports';
 import type { PolicyRecord } from './records';
 import { updateCluster } from './state/clusterWrites';
+import { loadTaintPolicies } from './state/reads';
 
 export { EVALUATION_LEAD_SECONDS, scheduleEvaluation } from './state/clusterWrites';
-import { loadTaintPolicies } from './state/reads';
 
 /**
  * Taint evaluation outside a health report: at a window's deadline, after a policy change, and the

@@ -1,7 +1,4 @@
 import { ACTIVE_STATES, bindingKey, EvictionRecord, EvictionState, parseBindingKey } from '../failover/bindingModel';
-
-/** Rows waiting for a slot or a target: what a recovery abandons at once. */
-const WAITING_STATES: readonly EvictionState[] = ['pending', 'blocked'];
 import { decideEviction, isFaultyTaint } from '../failover/evictionDecision';
 import type { VersionedEviction } from '../store/ports';
 import { queueNameOf } from '../telemetry/metrics';
@@ -9,6 +6,9 @@ import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracin
 import type { ControlPlane, TaintManagerMessage } from './ports';
 import { clusterEvent } from './state/events';
 import { fleetClusters } from './state/reads';
+
+/** Rows waiting for a slot or a target: what a recovery abandons at once. */
+const WAITING_STATES: readonly EvictionState[] = ['pending', 'blocked'];
 
 /**
  * The taint manager: for a cluster with NoExecute/PreferNoExecute taints, decides per binding placed there
@@ -28,7 +28,12 @@ export interface PlanOutcome {
 export async function manageCluster(plane: ControlPlane, name: string): Promise<PlanOutcome> {
   return inSpan('taintManager.plan', { attributes: { [ATTR.cluster]: name } }, async () => {
     const outcome = await planCluster(plane, name);
-    annotate({ [ATTR.outcome]: outcome.faulty ? 'planned' : 'recovered', [ATTR.count]: outcome.planned, 'failover.tolerated': outcome.tolerated, 'failover.abandoned': outcome.abandoned });
+    annotate({
+      [ATTR.outcome]: outcome.faulty ? 'planned' : 'recovered',
+      [ATTR.count]: outcome.planned,
+      'failover.tolerated': outcome.tolerated,
+      'failover.abandoned': outcome.abandoned,
+    });
     return outcome;
   });
 }
@@ -141,7 +146,11 @@ export async function abandonEvictions(plane: ControlPlane, cluster: string, why
   }
   for (const row of abandoned) plane.metrics.recordProcessed(row.record.kind, 'abandoned');
   await plane.events.append([
-    clusterEvent(cluster, now, 'EvictionsAbandoned', `${abandoned.length} eviction(s) abandoned: ${why}`, 'Normal', { count: abandoned.length, why, bindings: abandoned.slice(0, 50).map((r) => r.record.bindingKey) }),
+    clusterEvent(cluster, now, 'EvictionsAbandoned', `${abandoned.length} eviction(s) abandoned: ${why}`, 'Normal', {
+      count: abandoned.length,
+      why,
+      bindings: abandoned.slice(0, 50).map((r) => r.record.bindingKey),
+    }),
   ]);
   plane.log.info('evictions abandoned', { cluster, count: abandoned.length, why });
   return abandoned.length;

@@ -13,10 +13,16 @@ import { policyResource } from './views';
 export async function applyTaintPolicy(plane: ControlPlane, input: ClusterTaintPolicyInput): Promise<ApplyAction> {
   const name = input.metadata.name;
   const { result } = await mutate<PolicyRecord, ApplyAction>(plane.policies, name, (current) =>
-    appliedPolicy(current?.value, () => ({ name, uid: randomUUID(), createdAt: plane.clock.now().toISOString(), generation: 1, labels: {}, annotations: {}, spec: input.spec }), input),
+    appliedPolicy(
+      current?.value,
+      () => ({ name, uid: randomUUID(), createdAt: plane.clock.now().toISOString(), generation: 1, labels: {}, annotations: {}, spec: input.spec }),
+      input,
+    ),
   );
   if (result !== 'unchanged') {
-    await plane.events.append([policyEvent('ClusterTaintPolicy', name, plane.clock.now(), result === 'created' ? 'Created' : 'Configured', `policy ${result}`)]);
+    await plane.events.append([
+      policyEvent('ClusterTaintPolicy', name, plane.clock.now(), result === 'created' ? 'Created' : 'Configured', `policy ${result}`),
+    ]);
     forgetTaintPolicies(plane);
     await fanOutEvaluations(plane);
   }

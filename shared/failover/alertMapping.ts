@@ -44,7 +44,16 @@ export function mapAlertmanager(payload: AlertmanagerPayload, mapping: Alertmana
     const previous = latest.get(id);
     if (previous && previous.at > at) return;
     const message = alert.annotations?.summary ?? alert.annotations?.description;
-    latest.set(id, { at, cluster, condition: { type, status, reason: alert.status === 'resolved' ? 'AlertResolved' : 'AlertFiring', ...(message ? { message: message.slice(0, 4096) } : {}) } });
+    latest.set(id, {
+      at,
+      cluster,
+      condition: {
+        type,
+        status,
+        reason: alert.status === 'resolved' ? 'AlertResolved' : 'AlertFiring',
+        ...(message ? { message: message.slice(0, 4096) } : {}),
+      },
+    });
   });
   for (const { cluster, condition } of latest.values()) {
     const list = batch.byCluster.get(cluster) ?? [];
@@ -71,7 +80,13 @@ export function mapAzureMonitor(payload: AzureMonitorPayload, clusterOfResource:
       continue;
     }
     const list = batch.byCluster.get(cluster) ?? [];
-    if (!list.some((c) => c.type === type)) list.push({ type, status, reason: essentials.monitorCondition === 'Resolved' ? 'AlertResolved' : 'AlertFired', ...(essentials.description ? { message: essentials.description.slice(0, 4096) } : {}) });
+    if (!list.some((c) => c.type === type))
+      list.push({
+        type,
+        status,
+        reason: essentials.monitorCondition === 'Resolved' ? 'AlertResolved' : 'AlertFired',
+        ...(essentials.description ? { message: essentials.description.slice(0, 4096) } : {}),
+      });
     batch.byCluster.set(cluster, list);
   }
   return batch;

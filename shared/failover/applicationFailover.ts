@@ -39,7 +39,12 @@ export interface ReportedStatus {
  * previous item, the stretch starts at the first Unhealthy report on a placed cluster. Clusters not in
  * the report keep their item.
  */
-export function mergeWorkloadStatus(previous: readonly WorkloadStatusItem[], reported: readonly ReportedStatus[], placedOn: readonly string[], now: Date): WorkloadStatusItem[] {
+export function mergeWorkloadStatus(
+  previous: readonly WorkloadStatusItem[],
+  reported: readonly ReportedStatus[],
+  placedOn: readonly string[],
+  now: Date,
+): WorkloadStatusItem[] {
   const byCluster = new Map(previous.map((item) => [item.clusterName, item]));
   for (const report of reported) {
     const before = byCluster.get(report.clusterName);
@@ -51,7 +56,8 @@ export function mergeWorkloadStatus(previous: readonly WorkloadStatusItem[], rep
       settled: (before?.settled ?? false) || report.health === 'Healthy',
     };
     const placed = placedOn.includes(report.clusterName);
-    const since = report.health === 'Unhealthy' ? (before?.unhealthySince ?? now.toISOString()) : report.health === 'Unknown' ? before?.unhealthySince : undefined;
+    const since =
+      report.health === 'Unhealthy' ? (before?.unhealthySince ?? now.toISOString()) : report.health === 'Unknown' ? before?.unhealthySince : undefined;
     if (placed && since) item.unhealthySince = since;
     if (placed && item.unhealthySince && before?.failoverHeld) item.failoverHeld = before.failoverHeld;
     byCluster.set(report.clusterName, item);
@@ -68,7 +74,12 @@ export interface ApplicationAssessment {
 }
 
 /** The due evictions of one binding, from its stored status items. */
-export function assessApplicationHealth(items: readonly WorkloadStatusItem[], placedOn: readonly string[], policy: ApplicationFailover, now: Date): ApplicationAssessment {
+export function assessApplicationHealth(
+  items: readonly WorkloadStatusItem[],
+  placedOn: readonly string[],
+  policy: ApplicationFailover,
+  now: Date,
+): ApplicationAssessment {
   const nowMs = now.getTime();
   const evict: ApplicationAssessment['evict'] = [];
   const held: ApplicationAssessment['held'] = [];
@@ -111,11 +122,19 @@ export function blockedUntil(entry: EvictionHistoryEntry, blockPredecessorSecond
 /** blockPredecessorSeconds when a binding has no application failover of its own (seed 003's default). */
 export const DEFAULT_BLOCK_SECONDS = 600;
 
-export function activeBlocks(history: readonly EvictionHistoryEntry[], blockPredecessorSeconds: number, now: Date): { blocked: string[]; keep: EvictionHistoryEntry[]; nextExpiry?: Date } {
+export function activeBlocks(
+  history: readonly EvictionHistoryEntry[],
+  blockPredecessorSeconds: number,
+  now: Date,
+): { blocked: string[]; keep: EvictionHistoryEntry[]; nextExpiry?: Date } {
   const keep = history.filter((entry) => {
     const until = blockedUntil(entry, blockPredecessorSeconds);
     return until === undefined || until.getTime() > now.getTime();
   });
   const expiries = keep.map((entry) => blockedUntil(entry, blockPredecessorSeconds)?.getTime()).filter((t): t is number => t !== undefined);
-  return { blocked: [...new Set(keep.map((entry) => entry.clusterName))].sort(), keep, ...(expiries.length > 0 ? { nextExpiry: new Date(Math.min(...expiries)) } : {}) };
+  return {
+    blocked: [...new Set(keep.map((entry) => entry.clusterName))].sort(),
+    keep,
+    ...(expiries.length > 0 ? { nextExpiry: new Date(Math.min(...expiries)) } : {}),
+  };
 }

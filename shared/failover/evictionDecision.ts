@@ -10,9 +10,7 @@ import type { ClusterTaint } from './model';
  * `timeAdded + failover.cluster.tolerationSeconds`.
  */
 
-export type EvictionVerdict =
-  | { evict: false; why: string }
-  | { evict: true; dueAt: Date; why: string; taints: string[] };
+export type EvictionVerdict = { evict: false; why: string } | { evict: true; dueAt: Date; why: string; taints: string[] };
 
 type EffectTaint = Pick<ClusterTaint, 'key' | 'value' | 'effect' | 'timeAdded'>;
 
@@ -41,16 +39,25 @@ export function decideEviction(
       const used = tolerations.find((t) => tolerates(t, taint));
       if (!used) deadlines.push({ at: nowMs, taint: id, why: `taint ${id} is not tolerated` });
       else if (used.tolerationSeconds === undefined) continue;
-      else if (used.tolerationSeconds <= 0) deadlines.push({ at: Math.min(added, nowMs), taint: id, why: `taint ${id} is tolerated for ${used.tolerationSeconds}s` });
+      else if (used.tolerationSeconds <= 0)
+        deadlines.push({ at: Math.min(added, nowMs), taint: id, why: `taint ${id} is tolerated for ${used.tolerationSeconds}s` });
       else deadlines.push({ at: added + used.tolerationSeconds * 1000, taint: id, why: `taint ${id} is tolerated for ${used.tolerationSeconds}s` });
     } else if (taint.effect === 'PreferNoExecute' && failoverCluster) {
-      deadlines.push({ at: added + failoverCluster.tolerationSeconds * 1000, taint: id, why: `failover.cluster leaves ${failoverCluster.tolerationSeconds}s after ${id}` });
+      deadlines.push({
+        at: added + failoverCluster.tolerationSeconds * 1000,
+        taint: id,
+        why: `failover.cluster leaves ${failoverCluster.tolerationSeconds}s after ${id}`,
+      });
     }
   }
   if (deadlines.length === 0) {
     const hasPrefer = taints.some((t) => t.effect === 'PreferNoExecute');
     const hasNoExecute = taints.some((t) => t.effect === 'NoExecute');
-    const why = hasNoExecute ? 'every NoExecute taint is tolerated without a time limit' : hasPrefer ? 'no failover.cluster: the binding stays on PreferNoExecute' : 'no NoExecute or PreferNoExecute taint';
+    const why = hasNoExecute
+      ? 'every NoExecute taint is tolerated without a time limit'
+      : hasPrefer
+        ? 'no failover.cluster: the binding stays on PreferNoExecute'
+        : 'no NoExecute or PreferNoExecute taint';
     return { evict: false, why };
   }
   const first = deadlines.reduce((a, b) => (b.at < a.at ? b : a));
@@ -96,7 +103,13 @@ export function fleetHealth(total: number, faulty: number, settings: RateSetting
  * Send slots at `rate` per second: each due item gets the next free slot at or after both its due time and
  * `earliest`, up to `horizon`. Returns the slots and where the next free slot starts. Rate 0 assigns nothing.
  */
-export function assignSlots(dueTimes: readonly number[], nextFreeSlot: number, earliest: number, rate: number, horizon: number): { slots: number[]; nextFreeSlot: number } {
+export function assignSlots(
+  dueTimes: readonly number[],
+  nextFreeSlot: number,
+  earliest: number,
+  rate: number,
+  horizon: number,
+): { slots: number[]; nextFreeSlot: number } {
   const slots: number[] = [];
   if (rate <= 0) return { slots, nextFreeSlot };
   const interval = 1000 / rate;

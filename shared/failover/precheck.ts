@@ -45,7 +45,9 @@ export function preScheduleCheck(input: PreCheckInput): PreCheckResult {
   );
   const type = input.placement?.replicaScheduling?.replicaSchedulingType ?? 'Duplicated';
   if (type === 'Divided') {
-    return usable.length > 0 ? { ok: true, candidates: usable.map((c) => c.name) } : { ok: false, reason: 'Divided: no other cluster matches the affinity and accepts the workload' };
+    return usable.length > 0
+      ? { ok: true, candidates: usable.map((c) => c.name) }
+      : { ok: false, reason: 'Divided: no other cluster matches the affinity and accepts the workload' };
   }
   const minGroups = Math.max(1, ...(input.placement?.spreadConstraints ?? []).map((s) => s.minGroups ?? 0));
   return usable.length >= minGroups

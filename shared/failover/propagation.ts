@@ -65,7 +65,8 @@ export function selectPolicy(subject: BindingSubject, candidates: readonly Propa
 
 function namedPolicy(subject: BindingSubject): PolicyRef | undefined {
   const name = subject.labels[POLICY_LABELS.name];
-  if (name && subject.namespace !== undefined) return { kind: 'PropagationPolicy', namespace: subject.labels[POLICY_LABELS.namespace] ?? subject.namespace, name };
+  if (name && subject.namespace !== undefined)
+    return { kind: 'PropagationPolicy', namespace: subject.labels[POLICY_LABELS.namespace] ?? subject.namespace, name };
   const clusterName = subject.labels[POLICY_LABELS.clusterName];
   return clusterName ? { kind: 'ClusterPropagationPolicy', name: clusterName } : undefined;
 }

@@ -29,8 +29,7 @@ export interface ScheduleInput {
 }
 
 export type ScheduleResult =
-  | { ok: true; clusters: TargetCluster[] }
-  | { ok: false; clusters: TargetCluster[]; reason: 'NoClusterFit'; message: string; rejected: Record<string, string> };
+  { ok: true; clusters: TargetCluster[] } | { ok: false; clusters: TargetCluster[]; reason: 'NoClusterFit'; message: string; rejected: Record<string, string> };
 
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -53,7 +52,12 @@ export function schedule(input: ScheduleInput): ScheduleResult {
   const rejected: Record<string, string> = {};
   const feasible: string[] = [];
   for (const cluster of [...input.clusters].sort((a, b) => byName(a.name, b.name))) {
-    const why = rejectionReason(cluster, input.placement, blocked, input.current.some((c) => c.name === cluster.name));
+    const why = rejectionReason(
+      cluster,
+      input.placement,
+      blocked,
+      input.current.some((c) => c.name === cluster.name),
+    );
     if (why) rejected[cluster.name] = why;
     else feasible.push(cluster.name);
   }

@@ -35,7 +35,7 @@ const MAX_CACHED_KEYS = 10_000;
 
 function derivedKey(auth: AuthSettings, signingKey: string, cluster: string): string {
   let keys = derivedKeys.get(auth);
-  if (!keys) derivedKeys.set(auth, (keys = new Map()));
+  if (!keys) derivedKeys.set(auth, (keys = new Map<string, string>()));
   let key = keys.get(cluster);
   if (key === undefined) {
     if (keys.size >= MAX_CACHED_KEYS) keys.clear();
@@ -74,7 +74,8 @@ export function verifyClusterReport(req: HttpRequest, auth: AuthSettings, cluste
 
 /** What the host says at start about authentication: checks off, or secrets missing while required. */
 export function authWarnings(auth: AuthSettings): string[] {
-  if (auth.mode === 'none') return ['AUTH_MODE=none: webhook signatures and admin tokens are NOT checked; anyone who can reach the API can change cluster health and move workloads'];
+  if (auth.mode === 'none')
+    return ['AUTH_MODE=none: webhook signatures and admin tokens are NOT checked; anyone who can reach the API can change cluster health and move workloads'];
   const missing: string[] = [];
   if (!auth.adminToken) missing.push('ADMIN_TOKEN is not set: the admin API (apply, DELETE, pause/resume) answers 503');
   if (!auth.signingKey && Object.keys(auth.clusterKeys).length === 0) missing.push('REPORTER_SIGNING_KEY is not set: health reports answer 503');

@@ -1,6 +1,6 @@
 import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/functions';
-import { ApiError } from '../api/errors';
 import { bodyFormat, parseDocuments, readBodyText } from '../api/decode';
+import { ApiError } from '../api/errors';
 import { ConfigError } from '../config';
 import { errorFields } from '../telemetry/log';
 import { ATTR, inSpan, SpanKind, TraceCarrier } from '../telemetry/tracing';
@@ -34,11 +34,19 @@ export async function readDocuments(req: HttpRequest, maxBytes: number): Promise
  */
 export function httpFunction(handler: HttpHandler): HttpHandler {
   return (req, ctx) =>
-    inSpan(`${req.method.toUpperCase()} ${ctx.functionName}`, { kind: SpanKind.SERVER, parent: callerTrace(req), attributes: { 'http.request.method': req.method.toUpperCase(), [ATTR.functionName]: ctx.functionName } }, async (span) => {
-      const response = await answer(handler, req, ctx);
-      span.setAttribute('http.response.status_code', response.status ?? 200);
-      return response;
-    });
+    inSpan(
+      `${req.method.toUpperCase()} ${ctx.functionName}`,
+      {
+        kind: SpanKind.SERVER,
+        parent: callerTrace(req),
+        attributes: { 'http.request.method': req.method.toUpperCase(), [ATTR.functionName]: ctx.functionName },
+      },
+      async (span) => {
+        const response = await answer(handler, req, ctx);
+        span.setAttribute('http.response.status_code', response.status ?? 200);
+        return response;
+      },
+    );
 }
 
 async function answer(handler: HttpHandler, req: HttpRequest, ctx: InvocationContext): Promise<HttpResponseInit> {

@@ -44,7 +44,12 @@ export class LocalFunctionsHost {
   constructor(private readonly options: LocalHostOptions) {
     const { settings, log } = options;
     const shared = { lifecycle: this.lifecycle, invoke: createInvoker(log, settings.functionTimeoutMs) };
-    this.http = new HttpRunner({ ...shared, functions: this.trigger('httpTrigger'), routePrefix: settings.routePrefix, maxBodyBytes: options.maxHttpBodyBytes });
+    this.http = new HttpRunner({
+      ...shared,
+      functions: this.trigger('httpTrigger'),
+      routePrefix: settings.routePrefix,
+      maxBodyBytes: options.maxHttpBodyBytes,
+    });
     this.timers = new TimerRunner({ ...shared, hostId: this.id, leases: options.leases, log });
     this.queues = new QueueRunner({ ...shared, queue: options.queue, settings: settings.queues, holdSeconds: options.queueHoldSeconds, log });
   }

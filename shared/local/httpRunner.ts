@@ -32,7 +32,9 @@ export class HttpRunner {
   /** Listens on `port` (0 picks a free one) and sets `url`. */
   async listen(port: number, host = '127.0.0.1'): Promise<string> {
     const prefix = this.options.routePrefix.replace(/^\/+|\/+$/g, '');
-    const match = routeTable(this.options.functions.map((fn) => ({ template: `${prefix ? prefix + '/' : ''}${String(triggerOf(fn).route ?? fn.name)}`, target: fn })));
+    const match = routeTable(
+      this.options.functions.map((fn) => ({ template: `${prefix ? prefix + '/' : ''}${String(triggerOf(fn).route ?? fn.name)}`, target: fn })),
+    );
     const server = createServer((req, res) => {
       if (this.options.lifecycle.stopping) {
         sendJson(res, 503, { error: 'the host is shutting down' });
@@ -161,11 +163,13 @@ function readAll(req: IncomingMessage, limit: number): Promise<Buffer> {
  * HttpResponse would (JSON.stringify) without building a web-streams Response per request; anything else
  * (bodies, cookies, HttpResponse objects) goes through HttpResponse.
  */
-function plainJsonResponse(result: HttpResponseInit | HttpResponse | undefined): { status: number; headers: Array<[string, string]>; payload: Buffer } | undefined {
+function plainJsonResponse(
+  result: HttpResponseInit | HttpResponse | undefined,
+): { status: number; headers: Array<[string, string]>; payload: Buffer } | undefined {
   if (!result || result instanceof HttpResponse || result.body !== undefined || result.cookies || result.jsonBody === undefined) return undefined;
   const given = result.headers;
   if (!given || typeof given !== 'object' || Array.isArray(given) || given instanceof Headers) return undefined;
-  const headers = Object.entries(given as Record<string, string>).map(([key, value]): [string, string] => [key.toLowerCase(), String(value)]);
+  const headers = Object.entries(given).map(([key, value]): [string, string] => [key.toLowerCase(), String(value)]);
   if (!headers.some(([key]) => key === 'content-type')) return undefined;
   return { status: result.status ?? 200, headers, payload: Buffer.from(JSON.stringify(result.jsonBody)) };
 }

@@ -46,8 +46,8 @@ export function createInvoker(log: Logger, functionTimeoutMs: number): Invoke {
     } finally {
       clearTimeout(timer);
       const idle = outcome === 'succeeded' && !loggedSomething();
-      const write = options.debugWhenIdle && idle ? log.debug : log.info;
-      write('invocation', {
+      const level = options.debugWhenIdle && idle ? 'debug' : 'info';
+      log[level]('invocation', {
         function: fn.name,
         trigger: options.trigger,
         invocationId: ctx.invocationId,
@@ -64,7 +64,11 @@ export function createInvoker(log: Logger, functionTimeoutMs: number): Invoke {
  * whether the function logged at information level or above (ctx.log/info/warn/error), which is what
  * tells an idle timer tick from one that did something.
  */
-export function invocationContext(fn: RegisteredFunction, log: Logger, triggerMetadata?: Record<string, unknown>): { ctx: InvocationContext; loggedSomething: () => boolean } {
+export function invocationContext(
+  fn: RegisteredFunction,
+  log: Logger,
+  triggerMetadata?: Record<string, unknown>,
+): { ctx: InvocationContext; loggedSomething: () => boolean } {
   const invocationId = randomUUID();
   let logged = false;
   const ctx = new InvocationContext({

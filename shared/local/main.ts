@@ -1,16 +1,16 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { installFunctionsCore, registeredFunctions, triggerOf } from './functionsCore';
-import { startAzurite, EmbeddedAzurite } from './azurite';
-import { LocalFunctionsHost } from './host';
-import { readHostSettings } from './hostJson';
 import { ConfigError, loadConfig } from '../config';
+import { warnAboutAuth } from '../http/auth';
 import { QUEUES } from '../queue/storageQueue';
 import { storageFromConnectionString } from '../store/connection';
 import { ensureTables, TABLES, TableLeaseStore } from '../store/tableStorage';
-import { warnAboutAuth } from '../http/auth';
 import { errorFields, jsonLogger } from '../telemetry/log';
 import { shutdownTelemetry } from '../telemetry/setup';
+import { startAzurite, EmbeddedAzurite } from './azurite';
+import { installFunctionsCore, registeredFunctions, triggerOf } from './functionsCore';
+import { LocalFunctionsHost } from './host';
+import { readHostSettings } from './hostJson';
 
 /**
  * `npm start`: the project's own Functions host. Uses AzureWebJobsStorage when set (so several hosts can

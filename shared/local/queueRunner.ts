@@ -80,16 +80,19 @@ export class QueueRunner {
     // Keep the message invisible while the function runs, as the host does; each renewal changes the receipt.
     const hold = this.holdSeconds;
     let renewing = Promise.resolve();
-    const renewal = setInterval(() => {
-      renewing = renewing.then(async () => {
-        try {
-          const updated = await client.updateMessage(message.messageId, message.popReceipt, undefined, hold);
-          if (updated.popReceipt) message.popReceipt = updated.popReceipt;
-        } catch (error) {
-          log.warn('could not renew message visibility', { queue: queueName, ...errorFields(error) });
-        }
-      });
-    }, (hold * 1000) / 3);
+    const renewal = setInterval(
+      () => {
+        renewing = renewing.then(async () => {
+          try {
+            const updated = await client.updateMessage(message.messageId, message.popReceipt, undefined, hold);
+            if (updated.popReceipt) message.popReceipt = updated.popReceipt;
+          } catch (error) {
+            log.warn('could not renew message visibility', { queue: queueName, ...errorFields(error) });
+          }
+        });
+      },
+      (hold * 1000) / 3,
+    );
     const stopRenewing = async () => {
       clearInterval(renewal);
       await renewing;

@@ -12,7 +12,10 @@ export interface CompiledRoute<T> {
 }
 
 export function compileRoute<T>(template: string, target: T): CompiledRoute<T> {
-  const segments = template.replace(/^\/+|\/+$/g, '').split('/').filter(Boolean);
+  const segments = template
+    .replace(/^\/+|\/+$/g, '')
+    .split('/')
+    .filter(Boolean);
   const names: string[] = [];
   let pattern = '^';
   let literals = 0;

@@ -1,7 +1,7 @@
-import { ATTR, currentTraceCarrier, inSpan, SpanKind } from '../telemetry/tracing';
 import { QueueClient } from '@azure/storage-queue';
-import { encodeMessage } from './encoding';
 import type { MessageQueue, SendOptions } from '../store/ports';
+import { ATTR, currentTraceCarrier, inSpan, SpanKind } from '../telemetry/tracing';
+import { encodeMessage } from './encoding';
 
 /** Queue names this app uses. The poison queues are `<name>-poison`. */
 export const QUEUES = {
@@ -28,8 +28,12 @@ export class StorageMessageQueue<T> implements MessageQueue<T> {
   async send(message: T, options: SendOptions = {}): Promise<void> {
     const delay = Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.floor(options.delaySeconds ?? 0)));
     // A PRODUCER span, and its context in the message, so that the consumer continues this trace.
-    await inSpan(`send ${this.client.name}`, { kind: SpanKind.PRODUCER, attributes: { [ATTR.queue]: this.client.name, 'messaging.delay_seconds': delay } }, async () => {
-      await this.client.sendMessage(encodeMessage({ ...message, ...currentTraceCarrier() }), { visibilityTimeout: delay, messageTimeToLive: -1 });
-    });
+    await inSpan(
+      `send ${this.client.name}`,
+      { kind: SpanKind.PRODUCER, attributes: { [ATTR.queue]: this.client.name, 'messaging.delay_seconds': delay } },
+      async () => {
+        await this.client.sendMessage(encodeMessage({ ...message, ...currentTraceCarrier() }), { visibilityTimeout: delay, messageTimeToLive: -1 });
+      },
+    );
   }
 }

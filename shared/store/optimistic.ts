@@ -1,10 +1,7 @@
 import { sleep } from '../clock';
 import { ConcurrencyError, DocumentStore, Versioned } from './ports';
 
-export type Mutation<T, R> =
-  | { kind: 'write'; value: T; result: R }
-  | { kind: 'delete'; result: R }
-  | { kind: 'keep'; result: R };
+export type Mutation<T, R> = { kind: 'write'; value: T; result: R } | { kind: 'delete'; result: R } | { kind: 'keep'; result: R };
 
 export const write = <T, R>(value: T, result: R): Mutation<T, R> => ({ kind: 'write', value, result });
 export const keep = <T, R>(result: R): Mutation<T, R> => ({ kind: 'keep', result });

@@ -28,7 +28,11 @@ export function startTelemetry(env: NodeJS.ProcessEnv = process.env): Telemetry 
   if (started) return started;
   const settings = parsed.data;
   // Once per process: providers are global, and the meters the control plane creates bind to them.
-  started = settings.APPLICATIONINSIGHTS_CONNECTION_STRING ? azureMonitor(settings, settings.APPLICATIONINSIGHTS_CONNECTION_STRING) : settings.OTEL_EXPORTER_OTLP_ENDPOINT ? otlp(settings, settings.OTEL_EXPORTER_OTLP_ENDPOINT) : { exporter: 'none', shutdown: async () => {} };
+  started = settings.APPLICATIONINSIGHTS_CONNECTION_STRING
+    ? azureMonitor(settings, settings.APPLICATIONINSIGHTS_CONNECTION_STRING)
+    : settings.OTEL_EXPORTER_OTLP_ENDPOINT
+      ? otlp(settings, settings.OTEL_EXPORTER_OTLP_ENDPOINT)
+      : { exporter: 'none', shutdown: async () => {} };
   return started;
 }
 
@@ -67,16 +71,27 @@ function otlp(settings: TelemetrySettings, endpoint: string): Telemetry {
   const json = settings.OTEL_EXPORTER_OTLP_PROTOCOL === 'http/json';
   const base = endpoint.replace(/\/+$/, '');
   const traceExporter = json
-    ? new (require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({ url: `${base}/v1/traces` })
-    : new (require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter({ url: `${base}/v1/traces` });
+    ? new (require('@opentelemetry/exporter-trace-otlp-http') as typeof import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter({
+        url: `${base}/v1/traces`,
+      })
+    : new (require('@opentelemetry/exporter-trace-otlp-proto') as typeof import('@opentelemetry/exporter-trace-otlp-proto')).OTLPTraceExporter({
+        url: `${base}/v1/traces`,
+      });
   const metricExporter = json
-    ? new (require('@opentelemetry/exporter-metrics-otlp-http') as typeof import('@opentelemetry/exporter-metrics-otlp-http')).OTLPMetricExporter({ url: `${base}/v1/metrics` })
-    : new (require('@opentelemetry/exporter-metrics-otlp-proto') as typeof import('@opentelemetry/exporter-metrics-otlp-proto')).OTLPMetricExporter({ url: `${base}/v1/metrics` });
+    ? new (require('@opentelemetry/exporter-metrics-otlp-http') as typeof import('@opentelemetry/exporter-metrics-otlp-http')).OTLPMetricExporter({
+        url: `${base}/v1/metrics`,
+      })
+    : new (require('@opentelemetry/exporter-metrics-otlp-proto') as typeof import('@opentelemetry/exporter-metrics-otlp-proto')).OTLPMetricExporter({
+        url: `${base}/v1/metrics`,
+      });
   const resource = resourceFromAttributes({ 'service.name': settings.OTEL_SERVICE_NAME });
   const tracerProvider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(traceExporter)] });
   // Sets the global tracer provider, the async context manager and the W3C trace-context propagator.
   tracerProvider.register();
-  const meterProvider = new MeterProvider({ resource, readers: [new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: settings.OTEL_METRIC_EXPORT_INTERVAL })] });
+  const meterProvider = new MeterProvider({
+    resource,
+    readers: [new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: settings.OTEL_METRIC_EXPORT_INTERVAL })],
+  });
   metrics.setGlobalMeterProvider(meterProvider);
   return {
     exporter: 'otlp',

@@ -53,17 +53,22 @@ export interface SpanOptions {
 /** Runs `fn` in a new active span; an exception marks the span as an error and is rethrown. */
 export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
   const parent = parentOf(options);
-  return tracer().startActiveSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) }, parent, async (span) => {
-    try {
-      return await fn(span);
-    } catch (error) {
-      span.recordException(error instanceof Error ? error : String(error));
-      span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-      throw error;
-    } finally {
-      span.end();
-    }
-  });
+  return tracer().startActiveSpan(
+    name,
+    { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) },
+    parent,
+    async (span) => {
+      try {
+        return await fn(span);
+      } catch (error) {
+        span.recordException(error instanceof Error ? error : String(error));
+        span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
 }
 
 /**
@@ -72,7 +77,13 @@ export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: S
  */
 export function recordSpan(name: string, options: SpanOptions & { startTime: number }): void {
   const parent = parentOf(options);
-  tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, startTime: options.startTime, ...(options.attributes ? { attributes: options.attributes } : {}) }, parent).end();
+  tracer()
+    .startSpan(
+      name,
+      { kind: options.kind ?? SpanKind.INTERNAL, startTime: options.startTime, ...(options.attributes ? { attributes: options.attributes } : {}) },
+      parent,
+    )
+    .end();
 }
 
 /** Adds attributes to the active span, if any. */
@@ -89,6 +100,7 @@ export function traceIds(): { traceId?: string; spanId?: string } {
 const isContext = (value: TraceCarrier | Context): value is Context => typeof (value as Context).getValue === 'function';
 
 /** The active context, or the one the options name (a context, or a message's or row's carrier). */
-const parentOf = (options: SpanOptions): Context => (options.parent === undefined ? context.active() : isContext(options.parent) ? options.parent : contextOf(options.parent));
+const parentOf = (options: SpanOptions): Context =>
+  options.parent === undefined ? context.active() : isContext(options.parent) ? options.parent : contextOf(options.parent);
 
 export { SpanKind };

@@ -6,7 +6,12 @@ import { ATTR, inSpan, SpanKind, TraceCarrier } from './tracing';
  * parent is the message's `traceparent` (the Functions queue extension does not read it itself).
  */
 export function tracedQueueHandler(queueName: string, handler: (message: unknown, ctx: InvocationContext) => Promise<void>): StorageQueueHandler {
-  return (message, ctx) => inSpan(`process ${queueName}`, { kind: SpanKind.CONSUMER, parent: carrierOf(message), attributes: { [ATTR.queue]: queueName, [ATTR.functionName]: ctx.functionName } }, () => handler(message, ctx));
+  return (message, ctx) =>
+    inSpan(
+      `process ${queueName}`,
+      { kind: SpanKind.CONSUMER, parent: carrierOf(message), attributes: { [ATTR.queue]: queueName, [ATTR.functionName]: ctx.functionName } },
+      () => handler(message, ctx),
+    );
 }
 
 function carrierOf(message: unknown): TraceCarrier {

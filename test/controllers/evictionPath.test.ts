@@ -41,10 +41,26 @@ const rowsOf = async (m: MemoryPlane, name: string) => (await m.ledger.scanEvict
 describe('taint manager: who must leave a faulty cluster', () => {
   const cases: Array<{ name: string; spec: Record<string, unknown>; taint?: string; planned: number; tolerated: number }> = [
     { name: 'NoExecute, no toleration: leaves now', spec: {}, planned: 1, tolerated: 0 },
-    { name: 'NoExecute tolerated forever: stays', spec: { placement: { clusterTolerations: [{ key: 'test/failed', operator: 'Exists', effect: 'NoExecute' }] } }, planned: 0, tolerated: 1 },
-    { name: 'NoExecute tolerated for 60 s: leaves then', spec: { placement: { clusterTolerations: [{ key: 'test/failed', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 60 }] } }, planned: 1, tolerated: 0 },
+    {
+      name: 'NoExecute tolerated forever: stays',
+      spec: { placement: { clusterTolerations: [{ key: 'test/failed', operator: 'Exists', effect: 'NoExecute' }] } },
+      planned: 0,
+      tolerated: 1,
+    },
+    {
+      name: 'NoExecute tolerated for 60 s: leaves then',
+      spec: { placement: { clusterTolerations: [{ key: 'test/failed', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 60 }] } },
+      planned: 1,
+      tolerated: 0,
+    },
     { name: 'PreferNoExecute without failover.cluster: stays', spec: {}, taint: 'PreferNoExecute', planned: 0, tolerated: 1 },
-    { name: 'PreferNoExecute with failover.cluster: leaves', spec: { failover: { cluster: { purgeMode: 'Directly', tolerationSeconds: 0 } } }, taint: 'PreferNoExecute', planned: 1, tolerated: 0 },
+    {
+      name: 'PreferNoExecute with failover.cluster: leaves',
+      spec: { failover: { cluster: { purgeMode: 'Directly', tolerationSeconds: 0 } } },
+      taint: 'PreferNoExecute',
+      planned: 1,
+      tolerated: 0,
+    },
   ];
   it.each(cases)('$name', async ({ spec, taint, planned, tolerated }) => {
     const m = memoryPlane();
@@ -59,9 +75,30 @@ describe('taint manager: who must leave a faulty cluster', () => {
 });
 
 describe('eviction worker outcomes', () => {
-  const cases: Array<{ name: string; setup?: (m: MemoryPlane) => Promise<void>; affinity?: string[]; outcome: WorkerOutcome; row: string; placedOn: string[]; tasks: string[] }> = [
-    { name: 'evicts: the cluster leaves, a task keeps the old copy, the scheduler places it again', outcome: 'evicted', row: 'done', placedOn: ['m2'], tasks: ['m1'] },
-    { name: 'postponed while paused: the row waits, pending', setup: (m) => setPaused(m.plane, true), outcome: 'postponed', row: 'pending', placedOn: ['m1'], tasks: [] },
+  const cases: Array<{
+    name: string;
+    setup?: (m: MemoryPlane) => Promise<void>;
+    affinity?: string[];
+    outcome: WorkerOutcome;
+    row: string;
+    placedOn: string[];
+    tasks: string[];
+  }> = [
+    {
+      name: 'evicts: the cluster leaves, a task keeps the old copy, the scheduler places it again',
+      outcome: 'evicted',
+      row: 'done',
+      placedOn: ['m2'],
+      tasks: ['m1'],
+    },
+    {
+      name: 'postponed while paused: the row waits, pending',
+      setup: (m) => setPaused(m.plane, true),
+      outcome: 'postponed',
+      row: 'pending',
+      placedOn: ['m1'],
+      tasks: [],
+    },
     {
       name: 'left: the binding no longer runs there',
       setup: async (m) => fleet(m, [binding('web', ['m2'], { placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } } })]),
@@ -74,7 +111,12 @@ describe('eviction worker outcomes', () => {
   ];
   it.each(cases)('$name', async ({ setup, affinity, outcome, row, placedOn, tasks }) => {
     const m = memoryPlane({ RESOURCE_EVICTION_RATE: '10' });
-    await fleet(m, [cluster('m1', true), cluster('m2'), cluster('m3'), binding('web', ['m1'], { placement: { clusterAffinity: { clusterNames: affinity ?? ['m1', 'm2'] } } })]);
+    await fleet(m, [
+      cluster('m1', true),
+      cluster('m2'),
+      cluster('m3'),
+      binding('web', ['m1'], { placement: { clusterAffinity: { clusterNames: affinity ?? ['m1', 'm2'] } } }),
+    ]);
     await manageCluster(m.plane, 'm1');
     // The pacer claims the row first; what happens before its slot decides the outcome.
     await runPacer(m.plane);
@@ -95,7 +137,12 @@ describe('eviction worker outcomes', () => {
   it('paces a cluster of 12 bindings at the configured rate and evicts each exactly once', async () => {
     const m = memoryPlane({ RESOURCE_EVICTION_RATE: '2' });
     const names = Array.from({ length: 12 }, (_, i) => `w${i}`);
-    await fleet(m, [cluster('m1', true), cluster('m2'), cluster('m3'), ...names.map((n) => binding(n, ['m1'], { placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } } }))]);
+    await fleet(m, [
+      cluster('m1', true),
+      cluster('m2'),
+      cluster('m3'),
+      ...names.map((n) => binding(n, ['m1'], { placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } } })),
+    ]);
     await manageCluster(m.plane, 'm1');
     const slots: number[] = [];
     const queued: EvictionMessage[] = [];

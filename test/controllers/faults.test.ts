@@ -38,7 +38,8 @@ async function executeAtSlot(m: MemoryPlane, message: EvictionMessage) {
   return executeEviction(m.plane, message);
 }
 
-const onM1 = (names: string[], spec: Record<string, unknown> = {}) => names.map((n) => binding(n, ['m1'], { placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } }, ...spec }));
+const onM1 = (names: string[], spec: Record<string, unknown> = {}) =>
+  names.map((n) => binding(n, ['m1'], { placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } }, ...spec }));
 
 describe('1. an eviction and its ledger commit cannot be separated by a crash', () => {
   it.each([
@@ -172,7 +173,13 @@ describe('3. smaller defects', () => {
       ],
       placement: { clusterAffinity: { clusterNames: ['m1', 'm2', 'm3', 'm4'] }, replicaScheduling: { replicaSchedulingType: 'Divided' } },
     };
-    await apply(m, [cluster('m1', true), cluster('m2', true), cluster('m3'), cluster('m4'), { ...binding('web', []), spec: { ...binding('web', []).spec, ...divided } }]);
+    await apply(m, [
+      cluster('m1', true),
+      cluster('m2', true),
+      cluster('m3'),
+      cluster('m4'),
+      { ...binding('web', []), spec: { ...binding('web', []).spec, ...divided } },
+    ]);
     await manageCluster(m.plane, 'm2');
     const messages = await planAndPace(m, 'm1');
     expect(messages).toHaveLength(2);

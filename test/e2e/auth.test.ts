@@ -7,7 +7,10 @@ const ROOT = 'e2e-signing-key-0123456789';
 let host: HostProcess;
 let bare: HostProcess;
 beforeAll(async () => {
-  [host, bare] = await Promise.all([startHostProcess({ AUTH_MODE: 'required', ADMIN_TOKEN: ADMIN, REPORTER_SIGNING_KEY: ROOT }), startHostProcess({ AUTH_MODE: 'required' })]);
+  [host, bare] = await Promise.all([
+    startHostProcess({ AUTH_MODE: 'required', ADMIN_TOKEN: ADMIN, REPORTER_SIGNING_KEY: ROOT }),
+    startHostProcess({ AUTH_MODE: 'required' }),
+  ]);
 }, 30_000);
 afterAll(async () => Promise.all([host?.stop(), bare?.stop()]));
 
@@ -28,7 +31,7 @@ async function send(base: string, cluster: string, body: string, options: { as?:
   });
   return { status: res.status, body: (await res.json()) as any };
 }
-const stored = async (cluster: string) => JSON.stringify((await (await fetch(`${host.url}/api/clusters/${cluster}`)).json()) as unknown);
+const stored = async (cluster: string) => JSON.stringify(await (await fetch(`${host.url}/api/clusters/${cluster}`)).json());
 
 describe('signed reports', () => {
   it('accepts a report signed by its cluster, and refuses unsigned, forged, cross-cluster, stale and replayed ones without a change', async () => {
@@ -40,10 +43,22 @@ describe('signed reports', () => {
     const after = await stored('auth1');
 
     const refused: Array<[string, Promise<{ status: number; body: any }>, number]> = [
-      ['unsigned', fetch(`${host.url}/api/clusters/auth1/status`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: report('True') }).then(async (r) => ({ status: r.status, body: await r.json() })), 401],
+      [
+        'unsigned',
+        fetch(`${host.url}/api/clusters/auth1/status`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: report('True') }).then(
+          async (r) => ({ status: r.status, body: await r.json() }),
+        ),
+        401,
+      ],
       ['forged', send(host.url, 'auth1', report('True'), { headers: { 'x-failover-signature': `sha256=${'0'.repeat(64)}` } }), 401],
       ['another cluster, announced', send(host.url, 'auth1', report('True'), { as: 'auth2' }), 403],
-      ['another cluster, unannounced', send(host.url, 'auth1', report('True'), { headers: { 'x-failover-signature': signReport(clusterKey(ROOT, 'auth2'), String(ts + 1), report('True')), 'x-failover-timestamp': String(ts + 1) } }), 401],
+      [
+        'another cluster, unannounced',
+        send(host.url, 'auth1', report('True'), {
+          headers: { 'x-failover-signature': signReport(clusterKey(ROOT, 'auth2'), String(ts + 1), report('True')), 'x-failover-timestamp': String(ts + 1) },
+        }),
+        401,
+      ],
       ['ten minutes old', send(host.url, 'auth1', report('True'), { ts: ts - 600 }), 401],
       ['older than the newest applied', send(host.url, 'auth1', report('True'), { ts: ts - 5 }), 409],
     ];
@@ -59,7 +74,11 @@ describe('signed reports', () => {
   it('refuses the exact same signed request twice', async () => {
     const ts = Math.floor(Date.now() / 1000);
     const body = report('True');
-    const headers = { 'content-type': 'application/json', 'x-failover-timestamp': String(ts), 'x-failover-signature': signReport(clusterKey(ROOT, 'auth3'), String(ts), body) };
+    const headers = {
+      'content-type': 'application/json',
+      'x-failover-timestamp': String(ts),
+      'x-failover-signature': signReport(clusterKey(ROOT, 'auth3'), String(ts), body),
+    };
     expect((await fetch(`${host.url}/api/clusters/auth3/status`, { method: 'POST', headers, body })).status).toBe(200);
     expect((await fetch(`${host.url}/api/clusters/auth3/status`, { method: 'POST', headers, body })).status).toBe(409);
   });
@@ -68,7 +87,12 @@ describe('signed reports', () => {
 describe('the admin API', () => {
   const cluster = JSON.stringify({ apiVersion: 'cluster.karmada.io/v1alpha1', kind: 'Cluster', metadata: { name: 'admin1' } });
   it('needs the admin token to apply, delete, pause and resume', async () => {
-    const apply = (authorization?: string) => fetch(`${host.url}/api/apply`, { method: 'POST', headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body: cluster });
+    const apply = (authorization?: string) =>
+      fetch(`${host.url}/api/apply`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+        body: cluster,
+      });
     expect((await apply()).status).toBe(401);
     expect((await apply('Bearer wrong-token-0123456789')).status).toBe(401);
     expect((await fetch(`${host.url}/api/clusters/admin1`)).status).toBe(404);
@@ -81,7 +105,11 @@ describe('the admin API', () => {
   });
 
   it('answers 503 naming the missing setting when auth is required but no secret is configured, and says so at start', async () => {
-    const apply = await fetch(`${bare.url}/api/apply`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer anything-at-all-123' }, body: cluster });
+    const apply = await fetch(`${bare.url}/api/apply`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer anything-at-all-123' },
+      body: cluster,
+    });
     expect(apply.status).toBe(503);
     expect(((await apply.json()) as any).error).toContain('ADMIN_TOKEN');
     const status = await send(bare.url, 'x1', report('True'));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, HostProcess, startHostProcess, waitFor } from '../helpers/hostProcess';
 import { achievedRate, applyObjects, binding, cluster, ledger, sleep } from '../helpers/fleet';
+import { api, HostProcess, startHostProcess, waitFor } from '../helpers/hostProcess';
 
 /**
  * A 12-cluster fleet, one failed cluster with 30 bindings that do not tolerate it, two that tolerate it for
@@ -16,8 +16,15 @@ afterAll(async () => host?.stop());
 describe('paced eviction on a running host', () => {
   it('evicts at the configured rate, lets tolerating bindings wait, and keeps the forever-tolerating one', async () => {
     const names = Array.from({ length: 12 }, (_, i) => `m${i + 1}`);
-    await applyObjects(host.url, names.map((n) => cluster(n)));
-    const tolerateFor = (seconds?: number) => ({ placement: { clusterTolerations: [{ key: 'test/failed', operator: 'Exists', effect: 'NoExecute', ...(seconds !== undefined ? { tolerationSeconds: seconds } : {}) }] } });
+    await applyObjects(
+      host.url,
+      names.map((n) => cluster(n)),
+    );
+    const tolerateFor = (seconds?: number) => ({
+      placement: {
+        clusterTolerations: [{ key: 'test/failed', operator: 'Exists', effect: 'NoExecute', ...(seconds !== undefined ? { tolerationSeconds: seconds } : {}) }],
+      },
+    });
     await applyObjects(host.url, [
       ...Array.from({ length: 30 }, (_, i) => binding(`app${i}`, ['m1'])),
       binding('patient1', ['m1'], tolerateFor(3)),
@@ -32,10 +39,14 @@ describe('paced eviction on a running host', () => {
     }, 5000);
     expect(fleet).toMatchObject({ total: 12, faulty: 1, tier: 'primary', rate: 5, failoverEnabled: true, paused: false });
 
-    const rows = await waitFor(async () => {
-      const items = await ledger(host.url, '?cluster=m1');
-      return items.length === 32 && items.every((i) => i.state === 'done') ? items : undefined;
-    }, 20_000, 200);
+    const rows = await waitFor(
+      async () => {
+        const items = await ledger(host.url, '?cluster=m1');
+        return items.length === 32 && items.every((i) => i.state === 'done') ? items : undefined;
+      },
+      20_000,
+      200,
+    );
     const rate = achievedRate(rows);
     expect(rate).toBeGreaterThan(5 * 0.9);
     expect(rate).toBeLessThan(5 * 1.1);
@@ -46,7 +57,9 @@ describe('paced eviction on a running host', () => {
 
     const moved = (await api(host.url, 'GET', 'resourcebindings/default/app0')).body;
     expect(moved.spec.clusters.map((c: { name: string }) => c.name)).not.toContain('m1');
-    expect(moved.spec.gracefulEvictionTasks).toEqual([expect.objectContaining({ fromCluster: 'm1', purgeMode: 'Gracefully', replicas: 2, reason: 'TaintUntolerated', producer: 'TaintManager' })]);
+    expect(moved.spec.gracefulEvictionTasks).toEqual([
+      expect.objectContaining({ fromCluster: 'm1', purgeMode: 'Gracefully', replicas: 2, reason: 'TaintUntolerated', producer: 'TaintManager' }),
+    ]);
     const stays = (await api(host.url, 'GET', 'resourcebindings/default/stays')).body;
     expect(stays.spec.clusters).toEqual([{ name: 'm1', replicas: 2 }]);
     const events = (await api(host.url, 'GET', 'events?kind=ResourceBinding&name=default/app0')).body.items;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { api, HostProcess, startHostProcess, waitFor } from '../helpers/hostProcess';
 import { applyObjects, binding, cluster, ledger, sleep } from '../helpers/fleet';
+import { api, HostProcess, startHostProcess, waitFor } from '../helpers/hostProcess';
 
 let host: HostProcess;
 beforeAll(async () => {
@@ -9,15 +9,25 @@ beforeAll(async () => {
 afterAll(async () => host?.stop());
 
 it('abandons the rest when the cluster recovers mid-way, and none of them ever evicts', async () => {
-  await applyObjects(host.url, Array.from({ length: 12 }, (_, i) => cluster(`r${i + 1}`)));
-  await applyObjects(host.url, Array.from({ length: 20 }, (_, i) => binding(`svc${i}`, ['r1'])));
+  await applyObjects(
+    host.url,
+    Array.from({ length: 12 }, (_, i) => cluster(`r${i + 1}`)),
+  );
+  await applyObjects(
+    host.url,
+    Array.from({ length: 20 }, (_, i) => binding(`svc${i}`, ['r1'])),
+  );
   await applyObjects(host.url, [cluster('r1', true)]);
   await waitFor(async () => ((await ledger(host.url, '?state=done')).length >= 3 ? true : undefined), 10_000, 50);
   await applyObjects(host.url, [cluster('r1', false)]);
-  const settled = await waitFor(async () => {
-    const rows = await ledger(host.url, '?cluster=r1');
-    return rows.every((r) => r.state === 'done' || r.state === 'abandoned') ? rows : undefined;
-  }, 10_000, 100);
+  const settled = await waitFor(
+    async () => {
+      const rows = await ledger(host.url, '?cluster=r1');
+      return rows.every((r) => r.state === 'done' || r.state === 'abandoned') ? rows : undefined;
+    },
+    10_000,
+    100,
+  );
   const done = settled.filter((r) => r.state === 'done').length;
   expect(done).toBeGreaterThanOrEqual(3);
   expect(done).toBeLessThan(20);

@@ -24,7 +24,11 @@ const envelopes: Envelope[] = [];
 const bad: string[] = [];
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'ai-ingest-'));
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1'],
+    { stdio: 'ignore' },
+  );
   server = createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -34,7 +38,12 @@ beforeAll(async () => {
       try {
         const gzipped = raw[0] === 0x1f && raw[1] === 0x8b;
         const text = (gzipped ? gunzipSync(raw) : raw).toString('utf8').trim();
-        items = text.startsWith('[') ? JSON.parse(text) : text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+        items = text.startsWith('[')
+          ? JSON.parse(text)
+          : text
+              .split('\n')
+              .filter(Boolean)
+              .map((l) => JSON.parse(l));
       } catch (error) {
         bad.push(`${req.url} ${req.headers['content-encoding']} ${raw.subarray(0, 16).toString('hex')}: ${String(error)}`);
       }
@@ -78,7 +87,11 @@ it('exports every trace (no sampling) and the metrics to Application Insights wh
   for (const plan of planned) {
     const operation = plan.tags['ai.operation.id'];
     const story = spans.filter((e) => e.tags['ai.operation.id'] === operation);
-    expect(story.map((e) => `${e.data.baseType}:${e.data.baseData.name ?? ''}`).sort()).toEqual(['RemoteDependencyData:send evictions', 'RemoteDependencyData:taintManager.plan', 'RequestData:']);
+    expect(story.map((e) => `${e.data.baseType}:${e.data.baseData.name ?? ''}`).sort()).toEqual([
+      'RemoteDependencyData:send evictions',
+      'RemoteDependencyData:taintManager.plan',
+      'RequestData:',
+    ]);
     // The consumer (the queue handler) hangs off the producer, as across a real queue hop.
     const send = story.find((e) => e.data.baseData.name === 'send evictions')!;
     const consumer = story.find((e) => e.data.baseType === 'RequestData')!;
@@ -102,7 +115,10 @@ it('exports over OTLP/HTTP with protobuf, the default protocol', async () => {
   });
   await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
   try {
-    const out = await runProbe({ OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`, OTEL_SERVICE_NAME: 'probe-protobuf' });
+    const out = await runProbe({
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(collector.address() as AddressInfo).port}`,
+      OTEL_SERVICE_NAME: 'probe-protobuf',
+    });
     expect(out).toContain('{"exporter":"otlp"}');
   } finally {
     await new Promise<void>((resolve) => collector.close(() => resolve()));
@@ -114,7 +130,8 @@ it('exports over OTLP/HTTP with protobuf, the default protocol', async () => {
   expect([...traces, ...metrics].every((b) => b.type === 'application/x-protobuf')).toBe(true);
   // Protobuf strings are raw UTF-8 on the wire: the span names, the service and the metric are there.
   const traceBytes = Buffer.concat(traces.map((t) => t.body));
-  for (const name of ['taintManager.plan', 'send evictions', 'process evictions', 'probe-protobuf']) expect(traceBytes.includes(Buffer.from(name)), name).toBe(true);
+  for (const name of ['taintManager.plan', 'send evictions', 'process evictions', 'probe-protobuf'])
+    expect(traceBytes.includes(Buffer.from(name)), name).toBe(true);
   // Not JSON: an ExportTraceServiceRequest starts with field 1 (resource_spans), length-delimited.
   expect(traces.every((t) => t.body[0] === 0x0a)).toBe(true);
   expect(Buffer.concat(metrics.map((m) => m.body)).includes(Buffer.from('eviction_processing_total'))).toBe(true);

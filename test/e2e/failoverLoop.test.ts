@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api, HostProcess, startHostProcess, waitFor } from '../helpers/hostProcess';
 import { applyObjects, cluster, ledger, sleep } from '../helpers/fleet';
+import { api, HostProcess, startHostProcess, waitFor } from '../helpers/hostProcess';
 
 /** The seed's stories, end to end: failure → eviction → new placement → old copy cleared. */
 const unplaced = (name: string, spec: Record<string, unknown>) => ({
@@ -25,10 +25,14 @@ afterAll(async () => Promise.all([host?.stop(), patient?.stop()]));
 const get = async (base: string, name: string) => (await api(base, 'GET', `resourcebindings/loop/${name}`)).body;
 const placedOn = (b: any) => (b.spec.clusters ?? []).map((c: { name: string; replicas: number }) => `${c.name}:${c.replicas}`);
 const scheduled = (base: string, name: string) =>
-  waitFor(async () => {
-    const b = await get(base, name);
-    return b.status?.schedulerObservedGeneration === b.metadata.generation ? b : undefined;
-  }, 10_000, 100);
+  waitFor(
+    async () => {
+      const b = await get(base, name);
+      return b.status?.schedulerObservedGeneration === b.metadata.generation ? b : undefined;
+    },
+    10_000,
+    100,
+  );
 const fail = (base: string, name: string) => applyObjects(base, [cluster(name, true)]);
 const recover = (base: string, name: string) => applyObjects(base, [cluster(name, false)]);
 const health = (base: string, name: string, clusters: string[], state = 'Healthy') =>
@@ -36,13 +40,22 @@ const health = (base: string, name: string, clusters: string[], state = 'Healthy
 
 describe('failover loop', () => {
   it('Duplicated (seed 001): [member1, member2] with member2 failed becomes [member1, member3]; the old copy goes once healthy', async () => {
-    await applyObjects(host.url, [unplaced('dup', { replicas: 2, placement: { clusterAffinity: { clusterNames: ['member1', 'member2', 'member3', 'member5'] }, spreadConstraints: [{ maxGroups: 2, minGroups: 2 }] } })]);
+    await applyObjects(host.url, [
+      unplaced('dup', {
+        replicas: 2,
+        placement: { clusterAffinity: { clusterNames: ['member1', 'member2', 'member3', 'member5'] }, spreadConstraints: [{ maxGroups: 2, minGroups: 2 }] },
+      }),
+    ]);
     expect(placedOn(await scheduled(host.url, 'dup'))).toEqual(['member1:2', 'member2:2']);
     await fail(host.url, 'member2');
-    const moved = await waitFor(async () => {
-      const b = await get(host.url, 'dup');
-      return b.status?.schedulerObservedGeneration === b.metadata.generation && placedOn(b).includes('member3:2') ? b : undefined;
-    }, 10_000, 100);
+    const moved = await waitFor(
+      async () => {
+        const b = await get(host.url, 'dup');
+        return b.status?.schedulerObservedGeneration === b.metadata.generation && placedOn(b).includes('member3:2') ? b : undefined;
+      },
+      10_000,
+      100,
+    );
     expect(placedOn(moved)).toEqual(['member1:2', 'member3:2']);
     expect(moved.spec.gracefulEvictionTasks).toEqual([expect.objectContaining({ fromCluster: 'member2' })]);
     const cleared = await health(host.url, 'dup', ['member1', 'member3']);
@@ -56,7 +69,16 @@ describe('failover loop', () => {
         replicas: 3,
         placement: {
           clusterAffinity: { clusterNames: ['member1', 'member2'] },
-          replicaScheduling: { replicaSchedulingType: 'Divided', replicaDivisionPreference: 'Weighted', weightPreference: { staticWeightList: [{ targetCluster: { clusterNames: ['member1'] }, weight: 1 }, { targetCluster: { clusterNames: ['member2'] }, weight: 2 }] } },
+          replicaScheduling: {
+            replicaSchedulingType: 'Divided',
+            replicaDivisionPreference: 'Weighted',
+            weightPreference: {
+              staticWeightList: [
+                { targetCluster: { clusterNames: ['member1'] }, weight: 1 },
+                { targetCluster: { clusterNames: ['member2'] }, weight: 2 },
+              ],
+            },
+          },
         },
       }),
     ]);
@@ -79,7 +101,12 @@ describe('failover loop', () => {
   });
 
   it('recovery after the eviction but before the new copy is healthy: the migration completes', async () => {
-    await applyObjects(host.url, [unplaced('late', { replicas: 1, placement: { clusterAffinity: { clusterNames: ['member1', 'member5'] }, spreadConstraints: [{ maxGroups: 1, minGroups: 1 }] } })]);
+    await applyObjects(host.url, [
+      unplaced('late', {
+        replicas: 1,
+        placement: { clusterAffinity: { clusterNames: ['member1', 'member5'] }, spreadConstraints: [{ maxGroups: 1, minGroups: 1 }] },
+      }),
+    ]);
     const first = placedOn(await scheduled(host.url, 'late'))[0].split(':')[0];
     const other = first === 'member1' ? 'member5' : 'member1';
     await fail(host.url, first);
@@ -94,14 +121,25 @@ describe('failover loop', () => {
   });
 
   it('a new placement that never becomes healthy keeps the old copy, unless a timeout is set', async () => {
-    await applyObjects(patient.url, [unplaced('never', { replicas: 1, placement: { clusterAffinity: { clusterNames: ['member2', 'member3'] }, spreadConstraints: [{ maxGroups: 1 }] } })]);
+    await applyObjects(patient.url, [
+      unplaced('never', { replicas: 1, placement: { clusterAffinity: { clusterNames: ['member2', 'member3'] }, spreadConstraints: [{ maxGroups: 1 }] } }),
+    ]);
     const first = placedOn(await scheduled(patient.url, 'never'))[0].split(':')[0];
     await fail(patient.url, first);
-    const moved = await waitFor(async () => {
-      const b = await get(patient.url, 'never');
-      return (b.spec.gracefulEvictionTasks ?? []).length === 1 ? b : undefined;
-    }, 10_000, 100);
-    await health(patient.url, 'never', placedOn(moved).map((p: string) => p.split(':')[0]), 'Unhealthy');
+    const moved = await waitFor(
+      async () => {
+        const b = await get(patient.url, 'never');
+        return (b.spec.gracefulEvictionTasks ?? []).length === 1 ? b : undefined;
+      },
+      10_000,
+      100,
+    );
+    await health(
+      patient.url,
+      'never',
+      placedOn(moved).map((p: string) => p.split(':')[0]),
+      'Unhealthy',
+    );
     // GRACEFUL_EVICTION_TIMEOUT_SECONDS=3 on this host: the sweep (every 10 s) clears it after that.
     await waitFor(async () => ((await get(patient.url, 'never')).spec.gracefulEvictionTasks.length === 0 ? true : undefined), 15_000, 250);
     const events = (await api(patient.url, 'GET', 'events?kind=ResourceBinding&name=loop/never')).body.items as Array<{ reason: string; message: string }>;

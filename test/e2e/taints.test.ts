@@ -26,7 +26,8 @@ const policy = (name: string, cluster: string, statuses: string[], key: string, 
   },
 });
 
-const report = (cluster: string, status: string) => api(host.url, 'POST', `clusters/${cluster}/status`, { conditions: [{ type: 'Ready', status, reason: `Test${status}` }] });
+const report = (cluster: string, status: string) =>
+  api(host.url, 'POST', `clusters/${cluster}/status`, { conditions: [{ type: 'Ready', status, reason: `Test${status}` }] });
 const taintsOf = async (cluster: string) => (await api(host.url, 'GET', `clusters/${cluster}`)).body.spec.taints as Array<{ key: string; timeAdded: string }>;
 const readyTransition = (body: any) => Date.parse(body.status.conditions.find((c: any) => c.type === 'Ready').lastTransitionTime);
 
@@ -53,7 +54,11 @@ describe('ClusterTaintPolicy windows on a running host', () => {
     expect(removedAfter).toBeGreaterThanOrEqual(2000);
     expect(removedAfter).toBeLessThanOrEqual(3500);
     const added = events.find((e) => e.reason === 'TaintAdded')!;
-    expect(added.details).toMatchObject({ policy: 'e2e-window', taint: { key: 'e2e/not-ready', effect: 'NoExecute' }, conditions: [{ type: 'Ready', status: 'False' }] });
+    expect(added.details).toMatchObject({
+      policy: 'e2e-window',
+      taint: { key: 'e2e/not-ready', effect: 'NoExecute' },
+      conditions: [{ type: 'Ready', status: 'False' }],
+    });
   });
 
   it('never taints on a 1 s flap', async () => {
@@ -71,11 +76,15 @@ describe('ClusterTaintPolicy windows on a running host', () => {
     await api(host.url, 'POST', 'apply', policy('e2e-unreachable', 'e2e-c', ['Unknown'], 'cluster.karmada.io/unreachable', 1));
     const lastReport = Date.now();
     await report('e2e-c', 'True');
-    const unknown = await waitFor(async () => {
-      const cluster = (await api(host.url, 'GET', 'clusters/e2e-c')).body;
-      const ready = cluster.status.conditions.find((c: any) => c.type === 'Ready');
-      return ready.status === 'Unknown' ? ready : undefined;
-    }, 12_000, 100);
+    const unknown = await waitFor(
+      async () => {
+        const cluster = (await api(host.url, 'GET', 'clusters/e2e-c')).body;
+        const ready = cluster.status.conditions.find((c: any) => c.type === 'Ready');
+        return ready.status === 'Unknown' ? ready : undefined;
+      },
+      12_000,
+      100,
+    );
     expect(unknown.reason).toBe('ClusterStatusUnknown');
     // Grace period 2 s, monitor every 5 s: Unknown no earlier than 2 s after the last report.
     expect(Date.parse(unknown.lastTransitionTime) - lastReport).toBeGreaterThanOrEqual(2000);

@@ -14,7 +14,21 @@ afterAll(async () => {
 });
 
 /** The span names of one failure story, in the order the work happens. */
-const STORY = ['POST clusterStatus', 'send taint-evaluations', 'process taint-evaluations', 'taint.evaluate', 'send taint-manager', 'process taint-manager', 'taintManager.plan', 'pacer.schedule', 'send evictions', 'process evictions', 'eviction.execute', 'scheduler.place', 'gracefulEviction.sweep'];
+const STORY = [
+  'POST clusterStatus',
+  'send taint-evaluations',
+  'process taint-evaluations',
+  'taint.evaluate',
+  'send taint-manager',
+  'process taint-manager',
+  'taintManager.plan',
+  'pacer.schedule',
+  'send evictions',
+  'process evictions',
+  'eviction.execute',
+  'scheduler.place',
+  'gracefulEviction.sweep',
+];
 
 it('exports one trace per failure, from the health webhook to the last moved workload, over OTLP', async () => {
   host = await startHostProcess({
@@ -31,19 +45,38 @@ it('exports one trace per failure, from the health webhook to the last moved wor
       apiVersion: 'policy.karmada.io/v1alpha1',
       kind: 'ClusterTaintPolicy',
       metadata: { name: 'traced-not-ready' },
-      spec: { targetCluster: { clusterNames: ['tr1'] }, matchConditions: [{ conditionType: 'Ready', operator: 'In', statusValues: ['False'] }], taintsToAdd: [{ key: 'traced/not-ready', effect: 'NoExecute', addOnMatchSeconds: 1 }] },
+      spec: {
+        targetCluster: { clusterNames: ['tr1'] },
+        matchConditions: [{ conditionType: 'Ready', operator: 'In', statusValues: ['False'] }],
+        taintsToAdd: [{ key: 'traced/not-ready', effect: 'NoExecute', addOnMatchSeconds: 1 }],
+      },
     },
     cluster('tr1'),
     cluster('tr2'),
-    ...['web', 'api', 'db'].map((name) => binding(`traced-${name}`, ['tr1'], { placement: { clusterAffinity: { clusterNames: ['tr1', 'tr2'] } }, failover: { cluster: { purgeMode: 'Directly', tolerationSeconds: 0 } } })),
+    ...['web', 'api', 'db'].map((name) =>
+      binding(`traced-${name}`, ['tr1'], {
+        placement: { clusterAffinity: { clusterNames: ['tr1', 'tr2'] } },
+        failover: { cluster: { purgeMode: 'Directly', tolerationSeconds: 0 } },
+      }),
+    ),
   ]);
   const failing = await api(host.url, 'POST', 'clusters/tr1/status', { conditions: [{ type: 'Ready', status: 'False', reason: 'Unreachable' }] });
   expect(failing.status).toBe(200);
-  await waitFor(async () => {
-    const items = (await api(host!.url, 'GET', 'resourcebindings/default')).body.items as Array<{ metadata: { name: string }; spec: { clusters: Array<{ name: string }>; gracefulEvictionTasks?: unknown[] } }>;
-    const moved = items.filter((b) => b.metadata.name.startsWith('traced-') && b.spec.clusters.map((c) => c.name).join() === 'tr2' && (b.spec.gracefulEvictionTasks ?? []).length === 0);
-    return moved.length === 3 ? true : undefined;
-  }, 20_000, 100);
+  await waitFor(
+    async () => {
+      const items = (await api(host!.url, 'GET', 'resourcebindings/default')).body.items as Array<{
+        metadata: { name: string };
+        spec: { clusters: Array<{ name: string }>; gracefulEvictionTasks?: unknown[] };
+      }>;
+      const moved = items.filter(
+        (b) =>
+          b.metadata.name.startsWith('traced-') && b.spec.clusters.map((c) => c.name).join() === 'tr2' && (b.spec.gracefulEvictionTasks ?? []).length === 0,
+      );
+      return moved.length === 3 ? true : undefined;
+    },
+    20_000,
+    100,
+  );
   // Stopping flushes what is still buffered.
   expect(await host.stop()).toBe(0);
   const logs = host.output();
@@ -65,15 +98,21 @@ it('exports one trace per failure, from the health webhook to the last moved wor
   expect(executed.every((s) => s.attributes['failover.outcome'] === 'evicted' && s.attributes['failover.cluster'] === 'tr1')).toBe(true);
   const scheduled = story.filter((s) => s.name === 'pacer.schedule');
   expect(scheduled.every((s) => s.attributes['failover.tier'] === 'primary' && s.attributes['failover.rate'] === 20)).toBe(true);
-  expect(story.find((s) => s.name === 'taint.evaluate' && s.attributes['failover.taint'])?.attributes['failover.taint']).toBe('added traced/not-ready:NoExecute');
+  expect(story.find((s) => s.name === 'taint.evaluate' && s.attributes['failover.taint'])?.attributes['failover.taint']).toBe(
+    'added traced/not-ready:NoExecute',
+  );
 
   // The decision log lines carry the same trace id.
-  const evictedLines = logs.split('\n').filter((l) => l.includes('"msg":"evicted"')).map((l) => JSON.parse(l));
+  const evictedLines = logs
+    .split('\n')
+    .filter((l) => l.includes('"msg":"evicted"'))
+    .map((l) => JSON.parse(l));
   expect(evictedLines.length).toBe(3);
   expect(evictedLines.every((l) => l.traceId === webhook!.traceId)).toBe(true);
 
   // Seed 004's metrics went out through the same exporter.
-  for (const metric of ['eviction_processing_total', 'eviction_processing_latency_seconds', 'cluster_fault_num', 'cluster_failure_rate', 'eviction_rate']) expect(receiver.metricNames.has(metric), metric).toBe(true);
+  for (const metric of ['eviction_processing_total', 'eviction_processing_latency_seconds', 'cluster_fault_num', 'cluster_failure_rate', 'eviction_rate'])
+    expect(receiver.metricNames.has(metric), metric).toBe(true);
 
   // Printed for the issue's note: the span and metric names as exported.
   const summary = [...new Map(story.map((s: ReceivedSpan) => [s.name, Object.keys(s.attributes).sort().join(',')])).entries()];

@@ -43,7 +43,10 @@ export async function ledger(url: string, query = ''): Promise<LedgerItem[]> {
 
 /** Achieved evictions per second over the executed rows: (n - 1) / (last - first). */
 export function achievedRate(items: LedgerItem[]): number {
-  const times = items.filter((i) => i.executedAt).map((i) => Date.parse(i.executedAt!)).sort((a, b) => a - b);
+  const times = items
+    .filter((i) => i.executedAt)
+    .map((i) => Date.parse(i.executedAt!))
+    .sort((a, b) => a - b);
   return (times.length - 1) / ((times[times.length - 1] - times[0]) / 1000);
 }
 

@@ -38,8 +38,8 @@ export async function startHostProcess(env: Record<string, string> = {}): Promis
         }
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`host exited with ${code} before starting:\n${output}`));

@@ -1,6 +1,13 @@
 import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
-import type { ApplicationFailoverMessage, ControlPlane, EvictionMessage, SchedulerMessage, TaintEvaluationMessage, TaintManagerMessage } from '../../shared/controllers/ports';
+import type {
+  ApplicationFailoverMessage,
+  ControlPlane,
+  EvictionMessage,
+  SchedulerMessage,
+  TaintEvaluationMessage,
+  TaintManagerMessage,
+} from '../../shared/controllers/ports';
 import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord } from '../../shared/controllers/records';
 import { MemoryDocumentStore, MemoryEventLog, MemoryLedger, MemoryMessageQueue } from '../../shared/store/memory';
 import { silentLogger } from '../../shared/telemetry/log';
@@ -23,7 +30,13 @@ export function memoryPlane(settings: Record<string, string> = {}, start = '2026
     scheduler: new MemoryMessageQueue<SchedulerMessage>(now),
     applicationFailover: new MemoryMessageQueue<ApplicationFailoverMessage>(now),
   };
-  const plane: ControlPlane = { ...stores, metrics: new FailoverMetrics(), clock, config: loadConfig({ FAILOVER_ENABLED: 'true', ...settings }), log: silentLogger };
+  const plane: ControlPlane = {
+    ...stores,
+    metrics: new FailoverMetrics(),
+    clock,
+    config: loadConfig({ FAILOVER_ENABLED: 'true', ...settings }),
+    log: silentLogger,
+  };
   return { plane, clock, ...stores };
 }
 

@@ -35,7 +35,17 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         if (req.url === '/v1/traces') {
           for (const rs of body.resourceSpans ?? []) {
             const service = plain(rs.resource?.attributes)['service.name'] as string | undefined;
-            for (const ss of rs.scopeSpans ?? []) for (const s of ss.spans ?? []) spans.push({ traceId: s.traceId, spanId: s.spanId, parentSpanId: s.parentSpanId || undefined, name: s.name, kind: s.kind, attributes: plain(s.attributes), service });
+            for (const ss of rs.scopeSpans ?? [])
+              for (const s of ss.spans ?? [])
+                spans.push({
+                  traceId: s.traceId,
+                  spanId: s.spanId,
+                  parentSpanId: s.parentSpanId || undefined,
+                  name: s.name,
+                  kind: s.kind,
+                  attributes: plain(s.attributes),
+                  service,
+                });
           }
         } else if (req.url === '/v1/metrics') {
           for (const rm of body.resourceMetrics ?? []) for (const sm of rm.scopeMetrics ?? []) for (const m of sm.metrics ?? []) metricNames.add(m.name);

@@ -3,9 +3,9 @@
  * chooses it (Application Insights or OTLP), twenty producer → consumer hops as the queues make them,
  * a metric, then a flush. Prints the exporter chosen.
  */
+import { FailoverMetrics } from '../../shared/telemetry/metrics';
 import { startTelemetry, shutdownTelemetry } from '../../shared/telemetry/setup';
 import { currentTraceCarrier, inSpan, SpanKind } from '../../shared/telemetry/tracing';
-import { FailoverMetrics } from '../../shared/telemetry/metrics';
 
 async function main() {
   const telemetry = startTelemetry();

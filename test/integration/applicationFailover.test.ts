@@ -33,7 +33,15 @@ const healthy = { aggregatedStatus: [{ clusterName: 'a1', health: 'Healthy' as c
 
 it('queues one check per deadline however often the workload reports, and evicts at the deadline', async () => {
   for (const name of ['a1', 'a2']) await applyCluster(plane, cluster(name) as never);
-  await applyBinding(plane, resourceBindingSchema.parse(binding('steady', ['a1'], { placement: { clusterAffinity: { clusterNames: ['a1', 'a2'] } }, failover: { application: { decisionConditions: { tolerationSeconds: 30 } } } })));
+  await applyBinding(
+    plane,
+    resourceBindingSchema.parse(
+      binding('steady', ['a1'], {
+        placement: { clusterAffinity: { clusterNames: ['a1', 'a2'] } },
+        failover: { application: { decisionConditions: { tolerationSeconds: 30 } } },
+      }),
+    ),
+  );
   const key = 'rb:default:steady';
   for (let i = 0; i < 5; i++) {
     await reportWorkloadStatus(plane, key, unhealthy);
@@ -64,12 +72,22 @@ it('queues one check per deadline however often the workload reports, and evicts
   expect(moved.spec.activeEvictionHistory).toEqual([{ clusterName: 'a1', creationTimestamp: clock.now().toISOString() }]);
   expect(moved.status.applicationFailoverCheckAt).toBeUndefined();
   // The messages carry the binding and their deadline.
-  const peeked = (await env.storage.queue(QUEUES.applicationFailover).peekMessages({ numberOfMessages: 32 })).peekedMessageItems.map((m) => decodeMessage(m.messageText));
+  const peeked = (await env.storage.queue(QUEUES.applicationFailover).peekMessages({ numberOfMessages: 32 })).peekedMessageItems.map((m) =>
+    decodeMessage(m.messageText),
+  );
   expect(peeked.every((m) => m.ok)).toBe(true);
 });
 
 it('a lost deadline message is caught by the resync once the deadline has passed', async () => {
-  await applyBinding(plane, resourceBindingSchema.parse(binding('lost', ['a2'], { placement: { clusterAffinity: { clusterNames: ['a1', 'a2'] } }, failover: { application: { decisionConditions: { tolerationSeconds: 10 } } } })));
+  await applyBinding(
+    plane,
+    resourceBindingSchema.parse(
+      binding('lost', ['a2'], {
+        placement: { clusterAffinity: { clusterNames: ['a1', 'a2'] } },
+        failover: { application: { decisionConditions: { tolerationSeconds: 10 } } },
+      }),
+    ),
+  );
   await env.storage.queue(QUEUES.applicationFailover).clearMessages();
   await reportWorkloadStatus(plane, 'rb:default:lost', { aggregatedStatus: [{ clusterName: 'a2', health: 'Unhealthy' }] });
   await env.storage.queue(QUEUES.applicationFailover).clearMessages();

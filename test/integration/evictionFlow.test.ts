@@ -3,11 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
 import { applyBinding } from '../../shared/controllers/bindings';
-import { writeBinding } from '../../shared/controllers/state/bindingWrites';
 import { applyCluster } from '../../shared/controllers/clusters';
-import type { ControlPlane, EvictionMessage } from '../../shared/controllers/ports';
 import { executeEviction } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
+import type { ControlPlane, EvictionMessage } from '../../shared/controllers/ports';
+import { writeBinding } from '../../shared/controllers/state/bindingWrites';
 import { manageCluster, resyncTaintManager } from '../../shared/controllers/taintManager';
 import { decodeMessage } from '../../shared/queue/encoding';
 import { QUEUES } from '../../shared/queue/storageQueue';
@@ -30,11 +30,15 @@ beforeAll(async () => {
   exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
   reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
   const provider = new MeterProvider({ readers: [reader] });
-  plane = createControlPlane(env.storage, { ...loadConfig({ FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: '10' }) }, {
-    clock,
-    log: silentLogger,
-    metrics: new FailoverMetrics(provider.getMeter('test')),
-  });
+  plane = createControlPlane(
+    env.storage,
+    { ...loadConfig({ FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: '10' }) },
+    {
+      clock,
+      log: silentLogger,
+      metrics: new FailoverMetrics(provider.getMeter('test')),
+    },
+  );
 });
 afterAll(async () => env.close());
 
@@ -43,7 +47,8 @@ async function metricPoints() {
   const batches = exporter.getMetrics();
   const latest = batches[batches.length - 1];
   const points: Record<string, Array<{ attributes: Record<string, unknown>; value: unknown }>> = {};
-  for (const scope of latest.scopeMetrics) for (const metric of scope.metrics) points[metric.descriptor.name] = metric.dataPoints.map((p) => ({ attributes: p.attributes, value: p.value }));
+  for (const scope of latest.scopeMetrics)
+    for (const metric of scope.metrics) points[metric.descriptor.name] = metric.dataPoints.map((p) => ({ attributes: p.attributes, value: p.value }));
   return points;
 }
 
@@ -79,7 +84,10 @@ describe('the eviction path on Azurite, step by step', () => {
     // The worker places the binding again at once (Duplicated: every healthy cluster) and the sweep that
     // follows clears the Directly task; the Gracefully one waits for the new copies to be healthy.
     const db = (await plane.bindings.get('rb:default:db'))!.value;
-    expect(db.spec.clusters).toEqual([{ name: 'c2', replicas: 2 }, { name: 'c3', replicas: 2 }]);
+    expect(db.spec.clusters).toEqual([
+      { name: 'c2', replicas: 2 },
+      { name: 'c3', replicas: 2 },
+    ]);
     expect(db.status.schedulerObservedGeneration).toBe(db.generation);
     expect(db.spec.gracefulEvictionTasks).toEqual([]);
     const web = (await plane.bindings.get('rb:default:web'))!.value;

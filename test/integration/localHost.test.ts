@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installFunctionsCore, registeredFunctions, triggerOf, RegisteredFunction } from '../../shared/local/functionsCore';
 installFunctionsCore();
+// eslint-disable-next-line import-x/order -- @azure/functions must load after the local functions core is installed
 import { app, InvocationContext } from '@azure/functions';
 import { LocalFunctionsHost } from '../../shared/local/host';
 import type { HostSettings } from '../../shared/local/hostJson';
+import { ACQUIRE_LEAD_MS, TIMER_LEASE_MS } from '../../shared/local/timerRunner';
 import { encodeMessage } from '../../shared/queue/encoding';
+import type { LeaseStore } from '../../shared/store/ports';
 import { TableLeaseStore, TABLES } from '../../shared/store/tableStorage';
 import { jsonLogger, Logger, silentLogger } from '../../shared/telemetry/log';
 import { startTestStorage, TestStorage } from '../helpers/azurite';
@@ -49,7 +52,9 @@ app.storageQueue('slowQueue', {
 app.http('things', {
   methods: ['GET', 'POST'],
   route: 'things/{id}/parts/{part?}',
-  handler: async (req) => ({ jsonBody: { id: req.params.id, part: req.params.part ?? null, q: req.query.get('q'), body: req.method === 'POST' ? await req.json() : null } }),
+  handler: async (req) => ({
+    jsonBody: { id: req.params.id, part: req.params.part ?? null, q: req.query.get('q'), body: req.method === 'POST' ? await req.json() : null },
+  }),
 });
 app.http('slowHttp', {
   methods: ['GET'],
@@ -68,12 +73,12 @@ beforeAll(async () => {
 });
 afterAll(async () => env.close());
 
-function newHost(functions: RegisteredFunction[], overrides: Partial<HostSettings> = {}, log: Logger = silentLogger) {
+function newHost(functions: RegisteredFunction[], overrides: Partial<HostSettings> = {}, log: Logger = silentLogger, leases?: LeaseStore) {
   return new LocalFunctionsHost({
     functions,
     settings: { ...settings, ...overrides },
     queue: (name) => env.storage.queue(name),
-    leases: new TableLeaseStore(env.storage.table(TABLES.leases)),
+    leases: leases ?? new TableLeaseStore(env.storage.table(TABLES.leases)),
     log,
     port: 0,
   });
@@ -184,6 +189,65 @@ describe('timer triggers', () => {
     expect(timerRuns.length).toBeGreaterThanOrEqual(3);
     expect(new Set(seconds).size).toBe(seconds.length);
   });
+});
+
+describe('timer leases', () => {
+  it('stay with a live holder, and pass to another host within seconds when the holder dies without releasing them', async () => {
+    const everySecond = `handover${Date.now()}`;
+    const everyFour = `sparse${Date.now()}`;
+    app.timer(everySecond, { schedule: '* * * * * *', handler: async () => {} });
+    app.timer(everyFour, { schedule: '*/4 * * * * *', handler: async () => {} });
+    // Both hosts run the same functions (same names, so the same leases); each records who ran what.
+    const runs: Array<{ fn: string; host: string; at: number; following: number }> = [];
+    const on = (host: string) =>
+      testFunctions(everySecond, everyFour).map((fn) => ({
+        ...fn,
+        handler: (...args: unknown[]) => {
+          // The occurrence after this one (scheduleStatus.next) names this one.
+          runs.push({ fn: fn.name, host, at: Date.now(), following: Date.parse((args[0] as { scheduleStatus: { next: string } }).scheduleStatus.next) });
+          return fn.handler(...args);
+        },
+      }));
+    const ran = (fn: string, host?: string) => runs.filter((r) => r.fn === fn && (host === undefined || r.host === host));
+    // Host a's storage can be cut off: it then neither renews nor releases, as a killed process.
+    const table = new TableLeaseStore(env.storage.table(TABLES.leases));
+    let dead = false;
+    const aLeases: LeaseStore = {
+      acquire: (name, owner, ttlMs) => (dead ? Promise.reject(new Error('host a is gone')) : table.acquire(name, owner, ttlMs)),
+      release: async (name, owner) => {
+        if (!dead) await table.release(name, owner);
+      },
+    };
+    const a = newHost(on('a'), {}, silentLogger, aLeases);
+    const b = newHost(on('b'));
+    try {
+      await a.start();
+      await until(() => ran(everySecond, 'a').length >= 2);
+      await b.start();
+      // A live holder keeps both leases, also across the 4 s between two runs of the sparse timer (longer
+      // than the lease itself): b runs nothing.
+      const bStarted = Date.now();
+      await until(() => ran(everyFour, 'a').filter((r) => r.at > bStarted).length >= 2, 12_000);
+      expect(runs.filter((r) => r.host === 'b')).toEqual([]);
+
+      dead = true;
+      const killed = Date.now();
+      await a.stop();
+      await until(() => ran(everySecond, 'b').length >= 3, 10_000);
+      const handoverMs = ran(everySecond, 'b')[0].at - killed;
+      console.log(`timer lease handover after the holder died: ${handoverMs} ms`);
+      // The lease runs out at most TIMER_LEASE_MS after a's last renewal; b takes it just before the next occurrence.
+      expect(handoverMs).toBeLessThanOrEqual(TIMER_LEASE_MS + 1000 + ACQUIRE_LEAD_MS + 500);
+      expect(handoverMs).toBeLessThanOrEqual(5000);
+      // Then b runs every occurrence, and no occurrence ran twice.
+      const taken = ran(everySecond, 'b').map((r) => r.following);
+      expect([taken[1] - taken[0], taken[2] - taken[1]]).toEqual([1000, 1000]);
+      const occurrences = ran(everySecond).map((r) => r.following);
+      expect(new Set(occurrences).size).toBe(occurrences.length);
+    } finally {
+      await Promise.all([a.stop(), b.stop()]);
+    }
+  }, 30_000);
 });
 
 describe('invocation log lines', () => {

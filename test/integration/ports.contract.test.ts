@@ -189,7 +189,15 @@ const documentStore: Case[] = [
   ],
 ];
 
-const event = (kind: string, name: string, time: string, reason: string, extra: Partial<EventRecord> = {}): EventRecord => ({ kind, name, time, reason, type: 'Normal', message: reason, ...extra });
+const event = (kind: string, name: string, time: string, reason: string, extra: Partial<EventRecord> = {}): EventRecord => ({
+  kind,
+  name,
+  time,
+  reason,
+  type: 'Normal',
+  message: reason,
+  ...extra,
+});
 
 const eventLog: Case[] = [
   [
@@ -211,7 +219,9 @@ const eventLog: Case[] = [
       expect(await reasons({ since: '2026-01-01T00:00:03.000Z', limit: 100 })).toEqual(['three', 'four']);
       expect(await reasons({ limit: 2 })).toEqual(['three', 'four']);
       expect(await reasons({ kind: 'Cluster', limit: 0 })).toEqual([]);
-      expect((await log.list({ kind: 'ClusterTaintPolicy', limit: 1 }))[0]).toEqual(event('ClusterTaintPolicy', 'm1', '2026-01-01T00:00:04.000Z', 'four', { type: 'Warning', details: { a: [1, 2] } }));
+      expect((await log.list({ kind: 'ClusterTaintPolicy', limit: 1 }))[0]).toEqual(
+        event('ClusterTaintPolicy', 'm1', '2026-01-01T00:00:04.000Z', 'four', { type: 'Warning', details: { a: [1, 2] } }),
+      );
     },
   ],
   [
@@ -256,8 +266,14 @@ const ledger: Case[] = [
     async (s) => {
       const l = await s.ledger();
       const names = ['a', 'b', 'c', 'd', 'e', 'f'];
-      await l.upsertPlacements([...names.map((n) => placement('m1', n)), placement('m2', 'a', 4, { failoverCluster: { purgeMode: 'Directly', tolerationSeconds: 5 } })]);
-      await l.recordEvictions([...names.map((n, i) => ({ record: record('m1', n, i % 2 ? { state: 'blocked' as const, message: 'why not' } : {}) })), { record: record('m2', 'a') }]);
+      await l.upsertPlacements([
+        ...names.map((n) => placement('m1', n)),
+        placement('m2', 'a', 4, { failoverCluster: { purgeMode: 'Directly', tolerationSeconds: 5 } }),
+      ]);
+      await l.recordEvictions([
+        ...names.map((n, i) => ({ record: record('m1', n, i % 2 ? { state: 'blocked' as const, message: 'why not' } : {}) })),
+        { record: record('m2', 'a') },
+      ]);
       const got = await l.getEviction('m1', keyOf('b'));
       expect(got?.record).toEqual(record('m1', 'b', { state: 'blocked', message: 'why not' }));
       expect(got?.etag).toEqual(expect.any(String));
@@ -271,7 +287,10 @@ const ledger: Case[] = [
       expect(await l.listEvictions('m1', ['done'])).toEqual([]);
       expect((await l.scanEvictions({})).length).toBe(7);
       expect((await l.scanEvictions({ cluster: 'm2' })).map((r) => r.record)).toEqual([record('m2', 'a')]);
-      expect((await l.scanEvictions({ state: 'pending' })).map((r) => `${r.record.cluster}/${r.record.name}`)).toEqual([...shardOrder(['a', 'c', 'e']).map((n) => `m1/${n}`), 'm2/a']);
+      expect((await l.scanEvictions({ state: 'pending' })).map((r) => `${r.record.cluster}/${r.record.name}`)).toEqual([
+        ...shardOrder(['a', 'c', 'e']).map((n) => `m1/${n}`),
+        'm2/a',
+      ]);
       expect((await l.scanEvictions({ cluster: 'm1', states: ['blocked', 'done'] })).length).toBe(3);
       const rows = await l.listClusterRows('m1');
       expect(rows.placements.map((p) => p.name)).toEqual(shardOrder(names));
@@ -348,7 +367,10 @@ const ledger: Case[] = [
       expect(etag).not.toBe(a.etag);
       expect(await l.updateEviction({ ...a.record, state: 'abandoned' }, a.etag)).toBe(false);
       expect(await l.updateEviction(record('m1', 'zz'), a.etag)).toBe(false);
-      expect(await l.getEviction('m1', keyOf('a'))).toEqual({ record: record('m1', 'a', { state: 'scheduled', scheduledFor: '2026-01-01T00:01:05.000Z' }), etag });
+      expect(await l.getEviction('m1', keyOf('a'))).toEqual({
+        record: record('m1', 'a', { state: 'scheduled', scheduledFor: '2026-01-01T00:01:05.000Z' }),
+        etag,
+      });
     },
   ],
   [
@@ -432,8 +454,15 @@ const ledger: Case[] = [
         { record: record('m2', 'a', { dueAt: t1 }) },
         { record: record('m1', 'blocked', { dueAt: t1, state: 'blocked' }) },
       ]);
-      const group = (cluster: string, dueAt: string, name: string) => ({ dueAt, cluster, shard: shardOf(keyOf(name)), rowKey: `${dueAt}|${cluster}|${shardOf(keyOf(name))}` });
-      const expected = [group('m1', t1, names[0]), group('m1', t1, other), group('m2', t1, 'a'), group('m1', t2, 'later')].sort((a, b) => (a.rowKey < b.rowKey ? -1 : 1));
+      const group = (cluster: string, dueAt: string, name: string) => ({
+        dueAt,
+        cluster,
+        shard: shardOf(keyOf(name)),
+        rowKey: `${dueAt}|${cluster}|${shardOf(keyOf(name))}`,
+      });
+      const expected = [group('m1', t1, names[0]), group('m1', t1, other), group('m2', t1, 'a'), group('m1', t2, 'later')].sort((a, b) =>
+        a.rowKey < b.rowKey ? -1 : 1,
+      );
       expect(await l.listDue(t2, 100)).toEqual(expected);
       expect(await l.listDue(t1, 100)).toEqual(expected.filter((g) => g.dueAt === t1));
       expect(await l.listDue('2026-01-01T00:00:59.999Z', 100)).toEqual([]);
@@ -468,7 +497,9 @@ const ledger: Case[] = [
     async (s) => {
       const l = await s.ledger();
       const initial = await l.getPacerState();
-      expect(initial).toEqual({ state: { nextSlotAt: '1970-01-01T00:00:00.000Z', paused: false, tier: 'primary', rate: 0, total: 0, faulty: 0, updatedAt: '1970-01-01T00:00:00.000Z' } });
+      expect(initial).toEqual({
+        state: { nextSlotAt: '1970-01-01T00:00:00.000Z', paused: false, tier: 'primary', rate: 0, total: 0, faulty: 0, updatedAt: '1970-01-01T00:00:00.000Z' },
+      });
       expect(await l.putPacerState(pacer(), undefined)).toBe(true);
       expect(await l.putPacerState(pacer({ rate: 9 }), undefined)).toBe(false);
       const created = await l.getPacerState();

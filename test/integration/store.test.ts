@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
 import { reportClusterStatus } from '../../shared/controllers/clusters';
-import { applyTaintPolicy } from '../../shared/controllers/taintPolicies';
 import { evaluateCluster } from '../../shared/controllers/taintEvaluation';
+import { applyTaintPolicy } from '../../shared/controllers/taintPolicies';
 import { bindingKey, EvictionRecord, PlacementFacts } from '../../shared/failover/bindingModel';
 import { createControlPlane } from '../../shared/runtime';
 import { shardOf, TableLedger } from '../../shared/store/ledgerTable';
@@ -97,11 +97,20 @@ describe('two hosts evaluating the same cluster', () => {
       apiVersion: 'policy.karmada.io/v1alpha1',
       kind: 'ClusterTaintPolicy',
       metadata: { name: 'race-policy' },
-      spec: { targetCluster: { clusterNames: ['race1'] }, matchConditions: [{ conditionType: 'Ready', operator: 'In', statusValues: ['False'] }], taintsToAdd: [{ key: 'race', effect: 'NoExecute', addOnMatchSeconds: 5, removeOnMismatchSeconds: 5 }] },
+      spec: {
+        targetCluster: { clusterNames: ['race1'] },
+        matchConditions: [{ conditionType: 'Ready', operator: 'In', statusValues: ['False'] }],
+        taintsToAdd: [{ key: 'race', effect: 'NoExecute', addOnMatchSeconds: 5, removeOnMismatchSeconds: 5 }],
+      },
     });
     await reportClusterStatus(planeA, 'race1', { conditions: [{ type: 'Ready', status: 'False' }] });
     clock.advance(5000);
-    const results = await Promise.all([evaluateCluster(planeA, 'race1'), evaluateCluster(planeB, 'race1'), evaluateCluster(planeA, 'race1'), evaluateCluster(planeB, 'race1')]);
+    const results = await Promise.all([
+      evaluateCluster(planeA, 'race1'),
+      evaluateCluster(planeB, 'race1'),
+      evaluateCluster(planeA, 'race1'),
+      evaluateCluster(planeB, 'race1'),
+    ]);
     expect(results.flat().filter((c) => c.action === 'added')).toHaveLength(1);
     const stored = await planeA.clusters.get('race1');
     expect(stored?.value.taints.map((t) => t.key)).toEqual(['race']);
@@ -133,10 +142,35 @@ describe('heartbeat coalescing', () => {
 
 describe('TableLedger storage layout', () => {
   const keyOf = (name: string) => bindingKey({ kind: 'ResourceBinding', namespace: 'ns', name });
-  const placement = (name: string): PlacementFacts => ({ cluster: 'm1', kind: 'ResourceBinding', namespace: 'ns', name, resourceKind: 'apps/v1/Deployment', replicas: 2, tolerations: [{ key: 'k', operator: 'Exists' }], rev: 3 });
+  const placement = (name: string): PlacementFacts => ({
+    cluster: 'm1',
+    kind: 'ResourceBinding',
+    namespace: 'ns',
+    name,
+    resourceKind: 'apps/v1/Deployment',
+    replicas: 2,
+    tolerations: [{ key: 'k', operator: 'Exists' }],
+    rev: 3,
+  });
   const record = (name: string, extra: Partial<EvictionRecord> = {}): EvictionRecord => ({
-    cluster: 'm1', kind: 'ResourceBinding', namespace: 'ns', name, bindingKey: keyOf(name), resourceKind: 'apps/v1/Deployment', replicas: 2, state: 'pending', reason: 'TaintUntolerated', purgeMode: 'Gracefully',
-    why: 'w', taints: 't', dueAt: '2026-01-01T00:01:00.000Z', decidedAt: '2026-01-01T00:00:00.000Z', decisionRev: 1, attempts: 0, updatedAt: '2026-01-01T00:00:00.000Z', ...extra,
+    cluster: 'm1',
+    kind: 'ResourceBinding',
+    namespace: 'ns',
+    name,
+    bindingKey: keyOf(name),
+    resourceKind: 'apps/v1/Deployment',
+    replicas: 2,
+    state: 'pending',
+    reason: 'TaintUntolerated',
+    purgeMode: 'Gracefully',
+    why: 'w',
+    taints: 't',
+    dueAt: '2026-01-01T00:01:00.000Z',
+    decidedAt: '2026-01-01T00:00:00.000Z',
+    decisionRev: 1,
+    attempts: 0,
+    updatedAt: '2026-01-01T00:00:00.000Z',
+    ...extra,
   });
   /** `count` binding names in one shard. */
   const sameShard = (count: number) => {
@@ -155,7 +189,15 @@ describe('TableLedger storage layout', () => {
     const ledger = new TableLedger(client);
     await ledger.upsertPlacements([placement('a')]);
     await ledger.recordEvictions([{ record: record('a', { traceparent: 'tp' }) }]);
-    const state = { nextSlotAt: '2026-01-01T00:00:05.000Z', paused: false, tier: 'primary', rate: 5, total: 4, faulty: 1, updatedAt: '2026-01-01T00:00:00.000Z' };
+    const state = {
+      nextSlotAt: '2026-01-01T00:00:05.000Z',
+      paused: false,
+      tier: 'primary',
+      rate: 5,
+      total: 4,
+      faulty: 1,
+      updatedAt: '2026-01-01T00:00:00.000Z',
+    };
     await ledger.putPacerState(state, undefined);
     const rows: Array<Record<string, unknown>> = [];
     for await (const { etag: _etag, timestamp: _timestamp, ...entity } of client.listEntities<Record<string, unknown>>()) rows.push(entity);
@@ -166,9 +208,38 @@ describe('TableLedger storage layout', () => {
       ['~due', '2026-01-01T00:01:00.000Z|m1|27'],
       ['~pacer', 'state'],
     ]);
-    expect(rows[0]).toEqual({ partitionKey: 'm1|27', rowKey: 'b:rb:ns:a', cluster: 'm1', kind: 'ResourceBinding', namespace: 'ns', name: 'a', resourceKind: 'apps/v1/Deployment', replicas: 2, tolerations: '[{"key":"k","operator":"Exists"}]', failoverCluster: '', rev: 3 });
-    expect(eviction).toEqual({ partitionKey: 'm1|27', rowKey: 'e:rb:ns:a', state: 'pending', dueAt: '2026-01-01T00:01:00.000Z', attempts: 0, updatedAt: '2026-01-01T00:00:00.000Z' });
-    expect(JSON.parse(String(decision))).toEqual({ resourceKind: 'apps/v1/Deployment', replicas: 2, reason: 'TaintUntolerated', purgeMode: 'Gracefully', why: 'w', taints: 't', decidedAt: '2026-01-01T00:00:00.000Z', decisionRev: 1, traceparent: 'tp' });
+    expect(rows[0]).toEqual({
+      partitionKey: 'm1|27',
+      rowKey: 'b:rb:ns:a',
+      cluster: 'm1',
+      kind: 'ResourceBinding',
+      namespace: 'ns',
+      name: 'a',
+      resourceKind: 'apps/v1/Deployment',
+      replicas: 2,
+      tolerations: '[{"key":"k","operator":"Exists"}]',
+      failoverCluster: '',
+      rev: 3,
+    });
+    expect(eviction).toEqual({
+      partitionKey: 'm1|27',
+      rowKey: 'e:rb:ns:a',
+      state: 'pending',
+      dueAt: '2026-01-01T00:01:00.000Z',
+      attempts: 0,
+      updatedAt: '2026-01-01T00:00:00.000Z',
+    });
+    expect(JSON.parse(String(decision))).toEqual({
+      resourceKind: 'apps/v1/Deployment',
+      replicas: 2,
+      reason: 'TaintUntolerated',
+      purgeMode: 'Gracefully',
+      why: 'w',
+      taints: 't',
+      decidedAt: '2026-01-01T00:00:00.000Z',
+      decisionRev: 1,
+      traceparent: 'tp',
+    });
     expect(rows[2]).toEqual({ partitionKey: '~due', rowKey: '2026-01-01T00:01:00.000Z|m1|27', dueAt: '2026-01-01T00:01:00.000Z', cluster: 'm1', shard: '27' });
     expect(rows[3]).toEqual({ partitionKey: '~pacer', rowKey: 'state', ...state });
   });
@@ -176,8 +247,14 @@ describe('TableLedger storage layout', () => {
   it('costs the same storage requests per call: one transaction per partition and 100 rows', async () => {
     await env.storage.tableService().createTable('ledgerrequests');
     let requests = 0;
-    const counter: NonNullable<TableServiceClientOptions['additionalPolicies']>[number]['policy'] = { name: 'count', sendRequest: (request, next) => (requests++, next(request)) };
-    const client = TableClient.fromConnectionString(env.azurite.connectionString, 'ledgerrequests', { allowInsecureConnection: true, additionalPolicies: [{ policy: counter, position: 'perCall' }] });
+    const counter: NonNullable<TableServiceClientOptions['additionalPolicies']>[number]['policy'] = {
+      name: 'count',
+      sendRequest: (request, next) => (requests++, next(request)),
+    };
+    const client = TableClient.fromConnectionString(env.azurite.connectionString, 'ledgerrequests', {
+      allowInsecureConnection: true,
+      additionalPolicies: [{ policy: counter, position: 'perCall' }],
+    });
     const ledger = new TableLedger(client);
     const cost = async (call: () => Promise<unknown>) => {
       const before = requests;
@@ -197,7 +274,9 @@ describe('TableLedger storage layout', () => {
     // Rows per partition, and the due groups (all in `~due`) in one more.
     expect(await cost(() => ledger.recordEvictions(spread.map((n) => ({ record: record(n) }))))).toBe(partitions + 1);
     // 'a' exists: the batches fail on it (other partitions land), then each row is tried alone.
-    expect(await cost(() => ledger.recordEvictions([...big.map((n) => ({ record: record(n, { state: 'blocked' }) })), { record: record('a') }]))).toBe(transactions([...big, 'a']) + 102 + 1);
+    expect(await cost(() => ledger.recordEvictions([...big.map((n) => ({ record: record(n, { state: 'blocked' }) })), { record: record('a') }]))).toBe(
+      transactions([...big, 'a']) + 102 + 1,
+    );
     expect(await cost(() => ledger.listClusterRows('m1'))).toBe(1);
     expect(await cost(() => ledger.listEvictions('m1', ['pending']))).toBe(1);
     expect(await cost(() => ledger.scanEvictions({ state: 'blocked' }))).toBe(1);

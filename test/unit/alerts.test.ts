@@ -3,7 +3,14 @@ import { alertmanagerPayloadSchema, azureMonitorPayloadSchema, conditionTypeFrom
 import { mapAlertmanager, mapAzureMonitor } from '../../shared/failover/alertMapping';
 
 const mapping = { clusterLabel: 'cluster', conditionLabel: 'condition', statusLabel: 'condition_status' };
-const alert = (status: 'firing' | 'resolved', labels: Record<string, string>, startsAt = '2026-01-01T00:00:00Z', endsAt = '0001-01-01T00:00:00Z') => ({ status, labels, annotations: { summary: `${labels.alertname} ${status}` }, startsAt, endsAt, fingerprint: 'f' });
+const alert = (status: 'firing' | 'resolved', labels: Record<string, string>, startsAt = '2026-01-01T00:00:00Z', endsAt = '0001-01-01T00:00:00Z') => ({
+  status,
+  labels,
+  annotations: { summary: `${labels.alertname} ${status}` },
+  startsAt,
+  endsAt,
+  fingerprint: 'f',
+});
 const payload = (alerts: unknown[]) => alertmanagerPayloadSchema.parse({ version: '4', status: 'firing', receiver: 'failover', groupKey: 'g', alerts });
 
 describe('Alertmanager mapping', () => {
@@ -47,15 +54,30 @@ describe('Azure Monitor mapping', () => {
   const body = (monitorCondition: 'Fired' | 'Resolved', targets = [aks]) =>
     azureMonitorPayloadSchema.parse({
       schemaId: 'azureMonitorCommonAlertSchema',
-      data: { essentials: { alertId: 'x', alertRule: 'aks node not ready', severity: 'Sev1', monitorCondition, alertTargetIDs: targets, firedDateTime: '2026-01-01T00:00:00Z', description: 'nodes down' }, alertContext: {} },
+      data: {
+        essentials: {
+          alertId: 'x',
+          alertRule: 'aks node not ready',
+          severity: 'Sev1',
+          monitorCondition,
+          alertTargetIDs: targets,
+          firedDateTime: '2026-01-01T00:00:00Z',
+          description: 'nodes down',
+        },
+        alertContext: {},
+      },
     });
   const clusterOf = (id: string) => (id.toLowerCase() === aks.toLowerCase() ? 'member-west' : undefined);
   it('maps Fired to False and Resolved to True on the mapped cluster', () => {
-    expect(mapAzureMonitor(body('Fired'), clusterOf).byCluster.get('member-west')).toEqual([expect.objectContaining({ type: 'aksnodenotready', status: 'False' })]);
+    expect(mapAzureMonitor(body('Fired'), clusterOf).byCluster.get('member-west')).toEqual([
+      expect.objectContaining({ type: 'aksnodenotready', status: 'False' }),
+    ]);
     expect(mapAzureMonitor(body('Resolved'), clusterOf).byCluster.get('member-west')).toEqual([expect.objectContaining({ status: 'True' })]);
   });
   it('reports targets that map to no cluster', () => {
-    expect(mapAzureMonitor(body('Fired', ['/subscriptions/x/other']), clusterOf).unmatched).toEqual([{ alert: 'aks node not ready', why: 'no cluster is mapped to /subscriptions/x/other' }]);
+    expect(mapAzureMonitor(body('Fired', ['/subscriptions/x/other']), clusterOf).unmatched).toEqual([
+      { alert: 'aks node not ready', why: 'no cluster is mapped to /subscriptions/x/other' },
+    ]);
   });
 });
 

@@ -19,7 +19,9 @@ function sources(dir: string): string[] {
 
 function importsOf(file: string): string[] {
   const text = readFileSync(file, 'utf8');
-  const specifiers = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/g), ...text.matchAll(/(?:^|\n)\s*import\s+'(\.[^']+)'/g)].map((m) => m[1]);
+  const specifiers = [...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/g), ...text.matchAll(/(?:^|\n)\s*import\s+'(\.[^']+)'/g)].map(
+    (m) => m[1],
+  );
   return specifiers.map((spec) => {
     const base = resolve(dirname(file), spec.replace(/\.js$/, ''));
     for (const candidate of [`${base}.ts`, join(base, 'index.ts')]) {
@@ -71,16 +73,34 @@ function cycles(): string[][] {
 }
 
 const under = (prefix: string) => (f: string) => f.startsWith(prefix);
-const is = (...names: string[]) => (f: string) => names.includes(f);
+const is =
+  (...names: string[]) =>
+  (f: string) =>
+    names.includes(f);
 const C = 'shared/controllers/';
 const useCase = (f: string) => f.startsWith(C) && !f.startsWith(`${C}state/`) && !is(`${C}ports.ts`, `${C}records.ts`, `${C}views.ts`)(f);
 
 /** [who, may not import, why]. */
 const RULES: Array<[string, (f: string) => boolean, (f: string) => boolean, string]> = [
-  ['pure decisions', under('shared/failover/'), (t) => !under('shared/failover/')(t) && !under('shared/api/')(t) && t !== 'shared/clock.ts', 'decisions are pure: only other decisions and the resource shapes'],
+  [
+    'pure decisions',
+    under('shared/failover/'),
+    (t) => !under('shared/failover/')(t) && !under('shared/api/')(t) && t !== 'shared/clock.ts',
+    'decisions are pure: only other decisions and the resource shapes',
+  ],
   ['resource shapes', under('shared/api/'), (t) => !under('shared/api/')(t) && !under('shared/failover/')(t), 'schemas and decoding need no I/O'],
-  ['adapters', (f) => under('shared/store/')(f) || under('shared/queue/')(f), (t) => under('shared/controllers/')(t) || under('shared/local/')(t), 'adapters implement ports; they do not call controllers'],
-  ['ports and records', is(`${C}ports.ts`, `${C}records.ts`), (t) => under(C)(t) && !is(`${C}ports.ts`, `${C}records.ts`)(t), 'ports and records sit below the state layer'],
+  [
+    'adapters',
+    (f) => under('shared/store/')(f) || under('shared/queue/')(f),
+    (t) => under('shared/controllers/')(t) || under('shared/local/')(t),
+    'adapters implement ports; they do not call controllers',
+  ],
+  [
+    'ports and records',
+    is(`${C}ports.ts`, `${C}records.ts`),
+    (t) => under(C)(t) && !is(`${C}ports.ts`, `${C}records.ts`)(t),
+    'ports and records sit below the state layer',
+  ],
   ['views', is(`${C}views.ts`), (t) => under(C)(t) && !is(`${C}records.ts`)(t), 'views map records to API shapes'],
   ['state layer', under(`${C}state/`), (t) => useCase(t) || t === `${C}views.ts`, 'the state layer imports only ports, records, decisions and adapters'],
   ['shared/', under('shared/'), under('functions/'), 'functions/ sits on top'],
@@ -93,12 +113,23 @@ describe('architecture', () => {
   });
 
   it.each(RULES)('%s import only downward', (_who, who, forbidden) => {
-    const broken = files.filter(who).flatMap((f) => graph.get(f)!.filter(forbidden).map((t) => `${f} -> ${t}`));
+    const broken = files.filter(who).flatMap((f) =>
+      graph
+        .get(f)!
+        .filter(forbidden)
+        .map((t) => `${f} -> ${t}`),
+    );
     expect(broken).toEqual([]);
   });
 
   it('use-cases import each other one way only (no two-way pair)', () => {
-    const pairs = files.filter(useCase).flatMap((f) => graph.get(f)!.filter(useCase).filter((t) => graph.get(t)!.includes(f)).map((t) => `${f} <-> ${t}`));
+    const pairs = files.filter(useCase).flatMap((f) =>
+      graph
+        .get(f)!
+        .filter(useCase)
+        .filter((t) => graph.get(t)!.includes(f))
+        .map((t) => `${f} <-> ${t}`),
+    );
     expect(pairs).toEqual([]);
   });
 

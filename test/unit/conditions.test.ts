@@ -4,7 +4,11 @@ import type { Condition, MatchCondition } from '../../shared/failover/model';
 import { matchesClusterAffinity, matchesLabelSelector } from '../../shared/failover/selectors';
 
 const c = (type: string, status: Condition['status']): Condition => ({ type, status, lastTransitionTime: '2026-01-01T00:00:00.000Z' });
-const m = (conditionType: string, operator: 'In' | 'NotIn', ...statusValues: Condition['status'][]): MatchCondition => ({ conditionType, operator, statusValues });
+const m = (conditionType: string, operator: 'In' | 'NotIn', ...statusValues: Condition['status'][]): MatchCondition => ({
+  conditionType,
+  operator,
+  statusValues,
+});
 
 describe('matchesConditions', () => {
   const cases: Array<[string, MatchCondition[], Condition[], boolean]> = [
@@ -68,7 +72,12 @@ describe('heartbeatVerdict (cluster monitor)', () => {
     expect(heartbeatVerdict({ lastReportAt, registeredAt }, at(now), 40, 60).expired).toBe(expired);
   });
   it('does not mark again a cluster the monitor already marked Unknown', () => {
-    const verdict = heartbeatVerdict({ registeredAt, readyCondition: { type: 'Ready', status: 'Unknown', reason: 'ClusterStatusUnknown', lastTransitionTime: registeredAt } }, at(500), 40, 60);
+    const verdict = heartbeatVerdict(
+      { registeredAt, readyCondition: { type: 'Ready', status: 'Unknown', reason: 'ClusterStatusUnknown', lastTransitionTime: registeredAt } },
+      at(500),
+      40,
+      60,
+    );
     expect(verdict).toMatchObject({ expired: true, alreadyUnknown: true });
   });
 });

@@ -1,10 +1,10 @@
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../shared/config';
 import { parseTimeSpan, readHostSettings } from '../../shared/local/hostJson';
 import { compileRoute } from '../../shared/local/routes';
 import { decodeMessage, encodeMessage } from '../../shared/queue/encoding';
 import { storageFromIdentity } from '../../shared/store/connection';
-import { join } from 'node:path';
 
 describe('app settings', () => {
   it('has the documented defaults', () => {
@@ -37,7 +37,10 @@ describe('app settings', () => {
     [{ EVICTION_PLUGINS: 'ResourceHealth,Magic' }, 'EVICTION_PLUGINS: unknown plugin(s) Magic; known: ResourceHealth (empty for none)'],
     [{ AUTH_MODE: 'optional' }, 'AUTH_MODE: must be required or none, got "optional"'],
     [{ ADMIN_TOKEN: 'short-secret' }, 'ADMIN_TOKEN: must be at least 16 characters (the value is not shown)'],
-    [{ REPORTER_CLUSTER_KEYS: '{"member1": "abc"}' }, 'REPORTER_CLUSTER_KEYS: must be a JSON object of cluster name to key (keys of at least 16 characters); the value is not shown'],
+    [
+      { REPORTER_CLUSTER_KEYS: '{"member1": "abc"}' },
+      'REPORTER_CLUSTER_KEYS: must be a JSON object of cluster name to key (keys of at least 16 characters); the value is not shown',
+    ],
     [{ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL: must be one of debug, info, warn, error, got "verbose"'],
     [{ LOG_LEVEL: 'warning' }, 'LOG_LEVEL: must be one of debug, info, warn, error, got "warning"'],
     [{ LOG_LEVEL: '2' }, 'LOG_LEVEL: must be one of debug, info, warn, error, got "2"'],
@@ -115,9 +118,17 @@ describe('queue message encoding', () => {
 
 describe('identity-based storage', () => {
   it.each<[Record<string, string>, unknown]>([
-    [{ AzureWebJobsStorage__accountName: 'stfailover1' }, { queueServiceUri: 'https://stfailover1.queue.core.windows.net', tableServiceUri: 'https://stfailover1.table.core.windows.net' }],
     [
-      { AzureWebJobsStorage__queueServiceUri: 'https://q.example/', AzureWebJobsStorage__tableServiceUri: 'https://t.example/', AzureWebJobsStorage__clientId: 'abc', AzureWebJobsStorage__credential: 'managedidentity' },
+      { AzureWebJobsStorage__accountName: 'stfailover1' },
+      { queueServiceUri: 'https://stfailover1.queue.core.windows.net', tableServiceUri: 'https://stfailover1.table.core.windows.net' },
+    ],
+    [
+      {
+        AzureWebJobsStorage__queueServiceUri: 'https://q.example/',
+        AzureWebJobsStorage__tableServiceUri: 'https://t.example/',
+        AzureWebJobsStorage__clientId: 'abc',
+        AzureWebJobsStorage__credential: 'managedidentity',
+      },
       { queueServiceUri: 'https://q.example/', tableServiceUri: 'https://t.example/', clientId: 'abc' },
     ],
     [{ AzureWebJobsStorage__queueServiceUri: 'https://q.example/' }, undefined],
@@ -126,12 +137,17 @@ describe('identity-based storage', () => {
     expect(loadConfig(env).identityStorage).toEqual(expected);
   });
   it('refuses a bad account name or credential, naming the setting', () => {
-    expect(() => loadConfig({ AzureWebJobsStorage__accountName: 'Not_An_Account' })).toThrow('AzureWebJobsStorage__accountName: must be a storage account name');
+    expect(() => loadConfig({ AzureWebJobsStorage__accountName: 'Not_An_Account' })).toThrow(
+      'AzureWebJobsStorage__accountName: must be a storage account name',
+    );
     expect(() => loadConfig({ AzureWebJobsStorage__credential: 'secret' })).toThrow('AzureWebJobsStorage__credential: must be managedidentity');
   });
   it('builds clients on the service URIs with the credential, no key', () => {
     const credential = { getToken: async () => ({ token: 't', expiresOnTimestamp: Date.now() + 60_000 }) };
-    const storage = storageFromIdentity({ queueServiceUri: 'https://acc.queue.core.windows.net', tableServiceUri: 'https://acc.table.core.windows.net' }, credential);
+    const storage = storageFromIdentity(
+      { queueServiceUri: 'https://acc.queue.core.windows.net', tableServiceUri: 'https://acc.table.core.windows.net' },
+      credential,
+    );
     expect(storage.queue('evictions').url).toBe('https://acc.queue.core.windows.net/evictions');
     expect(storage.queue('evictions')).toBe(storage.queue('evictions'));
     expect(storage.table('ledger').url).toBe('https://acc.table.core.windows.net');

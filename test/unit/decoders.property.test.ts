@@ -54,7 +54,14 @@ describe('decoders under arbitrary input', () => {
   });
 
   it('status reports: arbitrary condition lists', () => {
-    const condition = fc.record({ type: fc.string({ maxLength: 20 }), status: fc.constantFrom('True', 'False', 'Unknown', 'true', ''), reason: fc.option(fc.string({ maxLength: 20 }), { nil: undefined }) }, { requiredKeys: ['type', 'status'] });
+    const condition = fc.record(
+      {
+        type: fc.string({ maxLength: 20 }),
+        status: fc.constantFrom('True', 'False', 'Unknown', 'true', ''),
+        reason: fc.option(fc.string({ maxLength: 20 }), { nil: undefined }),
+      },
+      { requiredKeys: ['type', 'status'] },
+    );
     fc.assert(
       fc.property(fc.array(condition, { maxLength: 40 }), fc.option(fc.string({ maxLength: 30 }), { nil: undefined }), (conditions, observedAt) => {
         expectCleanOutcome(() => decodeSingle([{ conditions, ...(observedAt !== undefined ? { observedAt } : {}) }], statusReportSchema));

@@ -26,28 +26,72 @@ describe('toleration matching (Kubernetes semantics)', () => {
 
 describe('decideEviction', () => {
   const now = at(100);
-  const cases: Array<{ name: string; taints: Parameters<typeof decideEviction>[0]; tolerations: Toleration[]; failover?: { purgeMode: 'Directly' | 'Gracefully'; tolerationSeconds: number }; due: number | null }> = [
+  const cases: Array<{
+    name: string;
+    taints: Parameters<typeof decideEviction>[0];
+    tolerations: Toleration[];
+    failover?: { purgeMode: 'Directly' | 'Gracefully'; tolerationSeconds: number };
+    due: number | null;
+  }> = [
     { name: 'untolerated NoExecute: now', taints: [noExecute('a', 50)], tolerations: [], due: 100 },
-    { name: 'tolerated for 300 s: timeAdded + 300', taints: [noExecute('a', 50)], tolerations: [{ key: 'a', operator: 'Exists', tolerationSeconds: 300 }], due: 350 },
+    {
+      name: 'tolerated for 300 s: timeAdded + 300',
+      taints: [noExecute('a', 50)],
+      tolerations: [{ key: 'a', operator: 'Exists', tolerationSeconds: 300 }],
+      due: 350,
+    },
     { name: 'tolerated without seconds: never', taints: [noExecute('a', 50)], tolerations: [{ key: 'a', operator: 'Exists' }], due: null },
-    { name: 'tolerationSeconds 0: at once (no later than timeAdded)', taints: [noExecute('a', 50)], tolerations: [{ key: 'a', operator: 'Exists', tolerationSeconds: 0 }], due: 50 },
-    { name: 'negative tolerationSeconds: at once', taints: [noExecute('a', 50)], tolerations: [{ key: 'a', operator: 'Exists', tolerationSeconds: -5 }], due: 50 },
+    {
+      name: 'tolerationSeconds 0: at once (no later than timeAdded)',
+      taints: [noExecute('a', 50)],
+      tolerations: [{ key: 'a', operator: 'Exists', tolerationSeconds: 0 }],
+      due: 50,
+    },
+    {
+      name: 'negative tolerationSeconds: at once',
+      taints: [noExecute('a', 50)],
+      tolerations: [{ key: 'a', operator: 'Exists', tolerationSeconds: -5 }],
+      due: 50,
+    },
     {
       name: 'only the first matching toleration counts',
       taints: [noExecute('a', 50)],
-      tolerations: [{ key: 'a', operator: 'Exists' }, { key: 'a', operator: 'Exists', tolerationSeconds: 0 }],
+      tolerations: [
+        { key: 'a', operator: 'Exists' },
+        { key: 'a', operator: 'Exists', tolerationSeconds: 0 },
+      ],
       due: null,
     },
     {
       name: 'the minimum over the taints',
       taints: [noExecute('a', 0), noExecute('b', 10)],
-      tolerations: [{ key: 'a', operator: 'Exists', tolerationSeconds: 600 }, { key: 'b', operator: 'Exists', tolerationSeconds: 60 }],
+      tolerations: [
+        { key: 'a', operator: 'Exists', tolerationSeconds: 600 },
+        { key: 'b', operator: 'Exists', tolerationSeconds: 60 },
+      ],
       due: 70,
     },
-    { name: 'one untolerated taint among tolerated ones: now', taints: [noExecute('a', 0), noExecute('b', 0)], tolerations: [{ key: 'a', operator: 'Exists' }], due: 100 },
+    {
+      name: 'one untolerated taint among tolerated ones: now',
+      taints: [noExecute('a', 0), noExecute('b', 0)],
+      tolerations: [{ key: 'a', operator: 'Exists' }],
+      due: 100,
+    },
     { name: 'PreferNoExecute without failover.cluster: stays', taints: [prefer('p', 0)], tolerations: [], due: null },
-    { name: 'PreferNoExecute with failover.cluster: timeAdded + tolerationSeconds', taints: [prefer('p', 20)], tolerations: [], failover: { purgeMode: 'Gracefully', tolerationSeconds: 100 }, due: 120 },
-    { name: 'PreferNoExecute ignores tolerations', taints: [prefer('p', 20)], tolerations: [{ operator: 'Exists' }], failover: { purgeMode: 'Directly', tolerationSeconds: 0 }, due: 20 },
+    {
+      name: 'PreferNoExecute with failover.cluster: timeAdded + tolerationSeconds',
+      taints: [prefer('p', 20)],
+      tolerations: [],
+      failover: { purgeMode: 'Gracefully', tolerationSeconds: 100 },
+      due: 120,
+    },
+    {
+      name: 'PreferNoExecute ignores tolerations',
+      taints: [prefer('p', 20)],
+      tolerations: [{ operator: 'Exists' }],
+      failover: { purgeMode: 'Directly', tolerationSeconds: 0 },
+      due: 20,
+    },
     { name: 'NoSchedule alone evicts nothing', taints: [{ key: 'n', effect: 'NoSchedule', timeAdded: at(0).toISOString() }], tolerations: [], due: null },
   ];
   it.each(cases)('$name', ({ taints, tolerations, failover, due }) => {
@@ -90,16 +134,57 @@ describe('send slots', () => {
 
 describe('pre-scheduling check (seed 000)', () => {
   const cluster = (name: string, extra: Partial<CandidateCluster> = {}): CandidateCluster => ({ name, labels: {}, taints: [], ...extra });
-  const fleet = [cluster('m1'), cluster('m2'), cluster('m3', { taints: [{ key: 'x', effect: 'NoSchedule' }] }), cluster('m4', { taints: [{ key: 'p', effect: 'PreferNoExecute' }] }), cluster('m5')];
+  const fleet = [
+    cluster('m1'),
+    cluster('m2'),
+    cluster('m3', { taints: [{ key: 'x', effect: 'NoSchedule' }] }),
+    cluster('m4', { taints: [{ key: 'p', effect: 'PreferNoExecute' }] }),
+    cluster('m5'),
+  ];
   const cases: Array<{ name: string; placement: Parameters<typeof preScheduleCheck>[0]['placement']; placedOn: string[]; ok: boolean }> = [
     { name: 'Duplicated with a healthy cluster elsewhere', placement: undefined, placedOn: ['m1'], ok: true },
-    { name: 'Duplicated, affinity leaves only the faulty cluster', placement: { clusterAffinity: { clusterNames: ['m1', 'm3', 'm4'] } }, placedOn: ['m1'], ok: false },
-    { name: 'a NoSchedule cluster counts when tolerated', placement: { clusterAffinity: { clusterNames: ['m1', 'm3'] }, clusterTolerations: [{ key: 'x', operator: 'Exists' }] }, placedOn: ['m1'], ok: true },
-    { name: 'a PreferNoExecute cluster never counts', placement: { clusterAffinity: { clusterNames: ['m1', 'm4'] }, clusterTolerations: [{ operator: 'Exists' }] }, placedOn: ['m1'], ok: false },
-    { name: 'Duplicated with minGroups 3 and two usable clusters', placement: { spreadConstraints: [{ spreadByField: 'cluster', minGroups: 3, maxGroups: 3 }], clusterAffinity: { clusterNames: ['m1', 'm2', 'm5'] } }, placedOn: ['m1', 'm2'], ok: false },
-    { name: 'Duplicated with minGroups 2 and two usable clusters', placement: { spreadConstraints: [{ spreadByField: 'cluster', minGroups: 2, maxGroups: 2 }] }, placedOn: ['m1', 'm2'], ok: true },
-    { name: 'Divided may move the replicas onto a cluster still placed (seed 001)', placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] }, replicaScheduling: { replicaSchedulingType: 'Divided' } }, placedOn: ['m1', 'm2'], ok: true },
-    { name: 'Divided with no other usable cluster', placement: { clusterAffinity: { clusterNames: ['m1', 'm3'] }, replicaScheduling: { replicaSchedulingType: 'Divided' } }, placedOn: ['m1', 'm3'], ok: false },
+    {
+      name: 'Duplicated, affinity leaves only the faulty cluster',
+      placement: { clusterAffinity: { clusterNames: ['m1', 'm3', 'm4'] } },
+      placedOn: ['m1'],
+      ok: false,
+    },
+    {
+      name: 'a NoSchedule cluster counts when tolerated',
+      placement: { clusterAffinity: { clusterNames: ['m1', 'm3'] }, clusterTolerations: [{ key: 'x', operator: 'Exists' }] },
+      placedOn: ['m1'],
+      ok: true,
+    },
+    {
+      name: 'a PreferNoExecute cluster never counts',
+      placement: { clusterAffinity: { clusterNames: ['m1', 'm4'] }, clusterTolerations: [{ operator: 'Exists' }] },
+      placedOn: ['m1'],
+      ok: false,
+    },
+    {
+      name: 'Duplicated with minGroups 3 and two usable clusters',
+      placement: { spreadConstraints: [{ spreadByField: 'cluster', minGroups: 3, maxGroups: 3 }], clusterAffinity: { clusterNames: ['m1', 'm2', 'm5'] } },
+      placedOn: ['m1', 'm2'],
+      ok: false,
+    },
+    {
+      name: 'Duplicated with minGroups 2 and two usable clusters',
+      placement: { spreadConstraints: [{ spreadByField: 'cluster', minGroups: 2, maxGroups: 2 }] },
+      placedOn: ['m1', 'm2'],
+      ok: true,
+    },
+    {
+      name: 'Divided may move the replicas onto a cluster still placed (seed 001)',
+      placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] }, replicaScheduling: { replicaSchedulingType: 'Divided' } },
+      placedOn: ['m1', 'm2'],
+      ok: true,
+    },
+    {
+      name: 'Divided with no other usable cluster',
+      placement: { clusterAffinity: { clusterNames: ['m1', 'm3'] }, replicaScheduling: { replicaSchedulingType: 'Divided' } },
+      placedOn: ['m1', 'm3'],
+      ok: false,
+    },
     { name: 'Divided with a free matching cluster', placement: { replicaScheduling: { replicaSchedulingType: 'Divided' } }, placedOn: ['m1', 'm2'], ok: true },
   ];
   it.each(cases)('$name', ({ placement, placedOn, ok }) => {

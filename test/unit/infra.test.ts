@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Language, Node, Parser } from 'web-tree-sitter';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { Language, Node, Parser } from 'web-tree-sitter';
 import { loadConfig, settingsSchema } from '../../shared/config';
 import { QUEUES } from '../../shared/queue/storageQueue';
 import { TABLES } from '../../shared/store/tableStorage';
@@ -32,7 +32,8 @@ function syntaxErrors(text: string): string[] {
   if (!tree) throw new Error('the parser returned no tree');
   const errors: string[] = [];
   const visit = (node: Node) => {
-    if (node.type === 'ERROR' || node.isMissing) errors.push(`${node.startPosition.row + 1}:${node.startPosition.column + 1} ${node.isMissing ? `missing ${node.type}` : 'syntax error'}`);
+    if (node.type === 'ERROR' || node.isMissing)
+      errors.push(`${node.startPosition.row + 1}:${node.startPosition.column + 1} ${node.isMissing ? `missing ${node.type}` : 'syntax error'}`);
     for (const child of node.children) if (child) visit(child);
   };
   visit(tree.rootNode);
@@ -48,7 +49,7 @@ describe('Bicep syntax', () => {
   });
   it('the check can fail: a broken template is caught', () => {
     expect(syntaxErrors("resource x 'Microsoft.Storage/storageAccounts@2023-05-01' = {\n  name: 'a'\n  properties: {\n")).not.toEqual([]);
-    expect(syntaxErrors("param location string =\nvar x = [1, 2\n")).not.toEqual([]);
+    expect(syntaxErrors('param location string =\nvar x = [1, 2\n')).not.toEqual([]);
   });
 });
 
@@ -88,7 +89,9 @@ describe('template invariants', () => {
     ['keyVaultSecretsUser', '4633458b-17de-408a-b874-0445c86b69e6', 'vault'],
   ])('grants the identity %s on %s', (role, guid, scope) => {
     expect(app).toContain(`${role}: '${guid}'`);
-    const assignment = new RegExp(`scope: ${scope}\\s+properties: \\{\\s+roleDefinitionId: subscriptionResourceId\\('Microsoft.Authorization/roleDefinitions', roles\\.${role}\\)\\s+principalId: identity\\.properties\\.principalId`);
+    const assignment = new RegExp(
+      `scope: ${scope}\\s+properties: \\{\\s+roleDefinitionId: subscriptionResourceId\\('Microsoft.Authorization/roleDefinitions', roles\\.${role}\\)\\s+principalId: identity\\.properties\\.principalId`,
+    );
     expect(app).toMatch(assignment);
   });
   it('sets only settings the code or the Functions host reads', () => {
@@ -108,22 +111,35 @@ describe('template invariants', () => {
   it('gives the app a configuration that starts: required auth with every secret, identity storage', () => {
     // Key Vault references resolve to the secret; any 16+ character stand-in will do here.
     const literal = (value: string) => /^'[^']*'$/.test(value) && !value.includes('${');
-    const env = Object.fromEntries([...appSettings.entries()].map(([name, value]) => [name, value.includes('@Microsoft.KeyVault') ? 'x'.repeat(32) : literal(value) ? value.slice(1, -1) : sample(name)]));
+    const env = Object.fromEntries(
+      [...appSettings.entries()].map(([name, value]) => [
+        name,
+        value.includes('@Microsoft.KeyVault') ? 'x'.repeat(32) : literal(value) ? value.slice(1, -1) : sample(name),
+      ]),
+    );
     const config = loadConfig(env);
     expect(config.auth.mode).toBe('required');
     expect([config.auth.adminToken, config.auth.signingKey, config.auth.alertmanagerToken, config.auth.azureMonitorToken].every(Boolean)).toBe(true);
     expect(config.storageConnectionString).toBeUndefined();
-    expect(config.identityStorage).toMatchObject({ queueServiceUri: 'https://stfailover.queue.core.windows.net/', clientId: '00000000-0000-0000-0000-000000000000' });
+    expect(config.identityStorage).toMatchObject({
+      queueServiceUri: 'https://stfailover.queue.core.windows.net/',
+      clientId: '00000000-0000-0000-0000-000000000000',
+    });
   });
   it('maps every parameter without a default in main.parameters.json', () => {
     const parameters = JSON.parse(read('main.parameters.json')).parameters as Record<string, { value: string }>;
     const required = [...main.matchAll(/^param (\w+) \w+$/gm)].map((m) => m[1]);
     expect(required.filter((p) => !(p in parameters))).toEqual([]);
     expect(Object.keys(parameters).filter((p) => !new RegExp(`^param ${p} `, 'm').test(main))).toEqual([]);
-    for (const secret of ['adminToken', 'reporterSigningKey', 'alertmanagerToken', 'azureMonitorToken']) expect(parameters[secret].value).toMatch(/^\$\{[A-Z_]+\}$/);
+    for (const secret of ['adminToken', 'reporterSigningKey', 'alertmanagerToken', 'azureMonitorToken'])
+      expect(parameters[secret].value).toMatch(/^\$\{[A-Z_]+\}$/);
   });
   it('alerts on the fleet tier, poison messages and eviction failures, using the metric names the code exports', () => {
-    expect([...app.matchAll(/name: '([a-z-]+)'\n\s+description:/g)].map((m) => m[1])).toEqual(['fleet-tier-not-primary', 'poison-messages', 'eviction-failures']);
+    expect([...app.matchAll(/name: '([a-z-]+)'\n\s+description:/g)].map((m) => m[1])).toEqual([
+      'fleet-tier-not-primary',
+      'poison-messages',
+      'eviction-failures',
+    ]);
     expect(app).toContain('name == "cluster_failure_rate"');
     expect(app).toContain('name == "eviction_processing_total" and tostring(customDimensions.result) == "error"');
   });
@@ -139,9 +155,11 @@ describe('template invariants', () => {
 function sample(name: string): string {
   if (name === 'AzureWebJobsStorage__clientId') return '00000000-0000-0000-0000-000000000000';
   if (name === 'AzureWebJobsStorage__accountName') return 'stfailover';
-  if (name.endsWith('ServiceUri')) return `https://stfailover.${name.includes('queue') ? 'queue' : name.includes('table') ? 'table' : 'blob'}.core.windows.net/`;
+  if (name.endsWith('ServiceUri'))
+    return `https://stfailover.${name.includes('queue') ? 'queue' : name.includes('table') ? 'table' : 'blob'}.core.windows.net/`;
   if (name === 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING') return 'ClientId=00000000-0000-0000-0000-000000000000;Authorization=AAD';
-  if (name === 'APPLICATIONINSIGHTS_CONNECTION_STRING') return 'InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://example.invalid/';
+  if (name === 'APPLICATIONINSIGHTS_CONNECTION_STRING')
+    return 'InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://example.invalid/';
   if (name === 'FAILOVER_ENABLED') return 'false';
   if (name === 'RESOURCE_EVICTION_RATE') return '0.5';
   if (name === 'UNHEALTHY_CLUSTER_THRESHOLD') return '0.55';

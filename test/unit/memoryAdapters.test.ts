@@ -96,7 +96,9 @@ describe('MemoryLedger faults', () => {
     const rows = await ledger.listEvictions('m1');
     const stale = rows[3];
     await ledger.updateEviction({ ...stale.record, attempts: 5 }, stale.etag);
-    await expect(ledger.updateEvictions(rows.map((r) => ({ record: { ...r.record, state: 'done' as const }, etag: r.etag })))).rejects.toBeInstanceOf(MemoryStorageError);
+    await expect(ledger.updateEvictions(rows.map((r) => ({ record: { ...r.record, state: 'done' as const }, etag: r.etag })))).rejects.toBeInstanceOf(
+      MemoryStorageError,
+    );
     const after = await ledger.listEvictions('m1');
     for (const row of after) expect(row.record.state).toBe(row.record.name === stale.record.name ? 'scheduled' : 'done');
   });
@@ -139,7 +141,9 @@ describe('MemoryTable', () => {
     ).toThrow(expect.objectContaining({ statusCode: 412 }));
     expect(table.dump().map((e) => [e.rowKey, e.n])).toEqual([['a', 1]]);
     expect(() => table.transaction([{ type: 'create', entity: { partitionKey: 'p', rowKey: 'a/b' } }])).toThrow(expect.objectContaining({ statusCode: 400 }));
-    expect(() => table.transaction([{ type: 'create', entity: { partitionKey: 'p', rowKey: 'big', s: 'x'.repeat(32_769) } }])).toThrow(expect.objectContaining({ code: 'PropertyValueTooLarge' }));
+    expect(() => table.transaction([{ type: 'create', entity: { partitionKey: 'p', rowKey: 'big', s: 'x'.repeat(32_769) } }])).toThrow(
+      expect.objectContaining({ code: 'PropertyValueTooLarge' }),
+    );
     expect(() =>
       table.transaction([
         { type: 'upsert', entity: { partitionKey: 'p', rowKey: 'c' } },

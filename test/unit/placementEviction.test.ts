@@ -12,19 +12,42 @@ const appFailure = (purgeMode: EvictionTaskOptions['purgeMode'], gracePeriodSeco
   message: 'Unhealthy for 10s',
   ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}),
 });
-const oldTask: GracefulEvictionTask = { fromCluster: 'm1', purgeMode: 'Directly', reason: 'ApplicationFailure', producer: 'ApplicationFailover', creationTimestamp: EARLIER };
+const oldTask: GracefulEvictionTask = {
+  fromCluster: 'm1',
+  purgeMode: 'Directly',
+  reason: 'ApplicationFailure',
+  producer: 'ApplicationFailover',
+  creationTimestamp: EARLIER,
+};
 type Spec = Pick<BindingSpec, 'clusters' | 'gracefulEvictionTasks' | 'replicas'>;
 
 describe('evictFromPlacement', () => {
-  const cases: Array<{ name: string; spec: Spec; cluster: string; options: EvictionTaskOptions; evicted: boolean; clusters: string[]; tasks: GracefulEvictionTask[]; kept?: boolean }> = [
+  const cases: Array<{
+    name: string;
+    spec: Spec;
+    cluster: string;
+    options: EvictionTaskOptions;
+    evicted: boolean;
+    clusters: string[];
+    tasks: GracefulEvictionTask[];
+    kept?: boolean;
+  }> = [
     {
       name: 'taint manager, Gracefully: the cluster leaves, a task keeps its replicas',
       cluster: 'm1',
-      spec: { replicas: 3, clusters: [{ name: 'm1', replicas: 2 }, { name: 'm2', replicas: 1 }] },
+      spec: {
+        replicas: 3,
+        clusters: [
+          { name: 'm1', replicas: 2 },
+          { name: 'm2', replicas: 1 },
+        ],
+      },
       options: taint,
       evicted: true,
       clusters: ['m2'],
-      tasks: [{ fromCluster: 'm1', purgeMode: 'Gracefully', replicas: 2, reason: 'TaintUntolerated', producer: 'TaintManager', creationTimestamp: NOW.toISOString() }],
+      tasks: [
+        { fromCluster: 'm1', purgeMode: 'Gracefully', replicas: 2, reason: 'TaintUntolerated', producer: 'TaintManager', creationTimestamp: NOW.toISOString() },
+      ],
     },
     {
       name: 'Directly: the task says the old copy goes at once',
@@ -33,16 +56,34 @@ describe('evictFromPlacement', () => {
       options: { ...taint, purgeMode: 'Directly' },
       evicted: true,
       clusters: [],
-      tasks: [{ fromCluster: 'm1', purgeMode: 'Directly', replicas: 1, reason: 'TaintUntolerated', producer: 'TaintManager', creationTimestamp: NOW.toISOString() }],
+      tasks: [
+        { fromCluster: 'm1', purgeMode: 'Directly', replicas: 1, reason: 'TaintUntolerated', producer: 'TaintManager', creationTimestamp: NOW.toISOString() },
+      ],
     },
     {
       name: 'application failover, Gracefully with a grace period and a message',
       cluster: 'm1',
-      spec: { clusters: [{ name: 'm1', replicas: 1 }, { name: 'm2', replicas: 1 }] },
+      spec: {
+        clusters: [
+          { name: 'm1', replicas: 1 },
+          { name: 'm2', replicas: 1 },
+        ],
+      },
       options: appFailure('Gracefully', 600),
       evicted: true,
       clusters: ['m2'],
-      tasks: [{ fromCluster: 'm1', purgeMode: 'Gracefully', replicas: 1, reason: 'ApplicationFailure', message: 'Unhealthy for 10s', producer: 'ApplicationFailover', gracePeriodSeconds: 600, creationTimestamp: NOW.toISOString() }],
+      tasks: [
+        {
+          fromCluster: 'm1',
+          purgeMode: 'Gracefully',
+          replicas: 1,
+          reason: 'ApplicationFailure',
+          message: 'Unhealthy for 10s',
+          producer: 'ApplicationFailover',
+          gracePeriodSeconds: 600,
+          creationTimestamp: NOW.toISOString(),
+        },
+      ],
     },
     {
       name: 'purge mode Never: suppressDeletion, no grace period',
@@ -51,7 +92,18 @@ describe('evictFromPlacement', () => {
       options: appFailure('Never', 600),
       evicted: true,
       clusters: [],
-      tasks: [{ fromCluster: 'm1', purgeMode: 'Never', replicas: 1, reason: 'ApplicationFailure', message: 'Unhealthy for 10s', producer: 'ApplicationFailover', suppressDeletion: true, creationTimestamp: NOW.toISOString() }],
+      tasks: [
+        {
+          fromCluster: 'm1',
+          purgeMode: 'Never',
+          replicas: 1,
+          reason: 'ApplicationFailure',
+          message: 'Unhealthy for 10s',
+          producer: 'ApplicationFailover',
+          suppressDeletion: true,
+          creationTimestamp: NOW.toISOString(),
+        },
+      ],
     },
     {
       name: 'a target without a count carries the binding replicas; zero replicas are left out',
@@ -65,7 +117,13 @@ describe('evictFromPlacement', () => {
     {
       name: 'an existing task for the cluster is kept as it is (Karmada GracefulEvictCluster); the cluster still leaves',
       cluster: 'm1',
-      spec: { clusters: [{ name: 'm1', replicas: 1 }, { name: 'm2', replicas: 1 }], gracefulEvictionTasks: [oldTask] },
+      spec: {
+        clusters: [
+          { name: 'm1', replicas: 1 },
+          { name: 'm2', replicas: 1 },
+        ],
+        gracefulEvictionTasks: [oldTask],
+      },
       options: taint,
       evicted: true,
       clusters: ['m2'],
@@ -79,7 +137,10 @@ describe('evictFromPlacement', () => {
       options: taint,
       evicted: true,
       clusters: [],
-      tasks: [oldTask, { fromCluster: 'm2', purgeMode: 'Gracefully', replicas: 1, reason: 'TaintUntolerated', producer: 'TaintManager', creationTimestamp: NOW.toISOString() }],
+      tasks: [
+        oldTask,
+        { fromCluster: 'm2', purgeMode: 'Gracefully', replicas: 1, reason: 'TaintUntolerated', producer: 'TaintManager', creationTimestamp: NOW.toISOString() },
+      ],
     },
     {
       name: 'a cluster not in the placement: nothing changes',

@@ -3,7 +3,10 @@ import type { BindingSpec, PropagationSpec } from '../../shared/api/resources';
 import { BindingSubject, inherit, PropagationCandidate, selectPolicy } from '../../shared/failover/propagation';
 
 const deployment = (name: string, namespace = 'apps') => ({ apiVersion: 'apps/v1', kind: 'Deployment', name, namespace });
-const spec = (selectors: PropagationSpec['resourceSelectors'], extra: Partial<PropagationSpec> = {}): PropagationSpec => ({ resourceSelectors: selectors, ...extra });
+const spec = (selectors: PropagationSpec['resourceSelectors'], extra: Partial<PropagationSpec> = {}): PropagationSpec => ({
+  resourceSelectors: selectors,
+  ...extra,
+});
 const pp = (name: string, namespace: string, s: PropagationSpec): PropagationCandidate => ({ kind: 'PropagationPolicy', namespace, name, spec: s });
 const cpp = (name: string, s: PropagationSpec): PropagationCandidate => ({ kind: 'ClusterPropagationPolicy', name, spec: s });
 
@@ -24,18 +27,36 @@ describe('which propagation policy governs a binding', () => {
     ['a namespace policy before a cluster one', { namespace: 'web', labels: {}, resource: deployment('api', 'web') }, 'other-namespace'],
     ['a cluster policy when the namespace has none', { namespace: 'ops', labels: {}, resource: deployment('api', 'ops') }, 'cluster-wide'],
     ['a ClusterResourceBinding only sees cluster policies', { labels: {}, resource: deployment('api') }, 'cluster-wide'],
-    ['the namespace of a cluster selector', { labels: {}, resource: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'pg', namespace: 'db' } }, 'statefulsets'],
+    [
+      'the namespace of a cluster selector',
+      { labels: {}, resource: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'pg', namespace: 'db' } },
+      'statefulsets',
+    ],
     ['nothing for an unmatched kind', { namespace: 'apps', labels: {}, resource: { apiVersion: 'v1', kind: 'ConfigMap', name: 'x' } }, undefined],
-    ['the labels name a policy', { namespace: 'apps', labels: { 'propagationpolicy.karmada.io/name': 'all-deployments' }, resource: deployment('nginx') }, 'all-deployments'],
-    ['a label naming a missing policy falls back to matching', { namespace: 'apps', labels: { 'propagationpolicy.karmada.io/name': 'gone' }, resource: deployment('nginx') }, 'nginx-only'],
-    ['the cluster label names a cluster policy', { namespace: 'apps', labels: { 'clusterpropagationpolicy.karmada.io/name': 'cluster-wide' }, resource: deployment('nginx') }, 'cluster-wide'],
+    [
+      'the labels name a policy',
+      { namespace: 'apps', labels: { 'propagationpolicy.karmada.io/name': 'all-deployments' }, resource: deployment('nginx') },
+      'all-deployments',
+    ],
+    [
+      'a label naming a missing policy falls back to matching',
+      { namespace: 'apps', labels: { 'propagationpolicy.karmada.io/name': 'gone' }, resource: deployment('nginx') },
+      'nginx-only',
+    ],
+    [
+      'the cluster label names a cluster policy',
+      { namespace: 'apps', labels: { 'clusterpropagationpolicy.karmada.io/name': 'cluster-wide' }, resource: deployment('nginx') },
+      'cluster-wide',
+    ],
   ])('%s', (_name, subject, expected) => {
     expect(selectPolicy(subject, policies)?.name).toBe(expected);
   });
 });
 
 describe('what a binding inherits', () => {
-  const failover = { application: { decisionConditions: { tolerationSeconds: 30 }, purgeMode: 'Gracefully' as const, gracePeriodSeconds: 600, blockPredecessorSeconds: 600 } };
+  const failover = {
+    application: { decisionConditions: { tolerationSeconds: 30 }, purgeMode: 'Gracefully' as const, gracePeriodSeconds: 600, blockPredecessorSeconds: 600 },
+  };
   const placement = { clusterAffinity: { clusterNames: ['member1', 'member2'] } };
   const policy = pp('p', 'apps', spec([{ apiVersion: 'apps/v1', kind: 'Deployment' }], { placement, failover }));
   const own: BindingSpec = { resource: deployment('nginx') };

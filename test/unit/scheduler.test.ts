@@ -6,34 +6,71 @@ const failed = (name: string): SchedulableCluster => ({ name, labels: {}, taints
 const five = (fail: string[] = []) => ['member1', 'member2', 'member3', 'member4', 'member5'].map((n) => (fail.includes(n) ? failed(n) : healthy(n)));
 
 describe('Duplicated', () => {
-  it("seed 001: [member1, member2] with member2 failed becomes [member1, member3]", () => {
+  it('seed 001: [member1, member2] with member2 failed becomes [member1, member3]', () => {
     const result = schedule({
       replicas: 2,
-      placement: { clusterAffinity: { clusterNames: ['member1', 'member2', 'member3', 'member5'] }, spreadConstraints: [{ maxGroups: 2, minGroups: 2 }], replicaScheduling: { replicaSchedulingType: 'Duplicated' } },
+      placement: {
+        clusterAffinity: { clusterNames: ['member1', 'member2', 'member3', 'member5'] },
+        spreadConstraints: [{ maxGroups: 2, minGroups: 2 }],
+        replicaScheduling: { replicaSchedulingType: 'Duplicated' },
+      },
       current: [{ name: 'member1', replicas: 2 }],
       clusters: five(['member2']),
     });
-    expect(result).toEqual({ ok: true, clusters: [{ name: 'member1', replicas: 2 }, { name: 'member3', replicas: 2 }] });
+    expect(result).toEqual({
+      ok: true,
+      clusters: [
+        { name: 'member1', replicas: 2 },
+        { name: 'member3', replicas: 2 },
+      ],
+    });
   });
 
   it('places a new binding on every matching cluster when no spread constraint limits it', () => {
-    const result = schedule({ replicas: 3, placement: { clusterAffinity: { labelSelector: { matchLabels: { env: 'prod' } } } }, current: [], clusters: [healthy('b', { env: 'prod' }), healthy('a', { env: 'prod' }), healthy('c', { env: 'dev' })] });
-    expect(result).toEqual({ ok: true, clusters: [{ name: 'a', replicas: 3 }, { name: 'b', replicas: 3 }] });
+    const result = schedule({
+      replicas: 3,
+      placement: { clusterAffinity: { labelSelector: { matchLabels: { env: 'prod' } } } },
+      current: [],
+      clusters: [healthy('b', { env: 'prod' }), healthy('a', { env: 'prod' }), healthy('c', { env: 'dev' })],
+    });
+    expect(result).toEqual({
+      ok: true,
+      clusters: [
+        { name: 'a', replicas: 3 },
+        { name: 'b', replicas: 3 },
+      ],
+    });
   });
 
   it('may choose again a cluster it was evicted from once that cluster is schedulable', () => {
-    const result = schedule({ replicas: 1, placement: { spreadConstraints: [{ maxGroups: 2, minGroups: 1 }], clusterAffinity: { clusterNames: ['member1', 'member2'] } }, current: [{ name: 'member1' }], clusters: five() });
+    const result = schedule({
+      replicas: 1,
+      placement: { spreadConstraints: [{ maxGroups: 2, minGroups: 1 }], clusterAffinity: { clusterNames: ['member1', 'member2'] } },
+      current: [{ name: 'member1' }],
+      clusters: five(),
+    });
     expect(result.ok && result.clusters.map((c) => c.name)).toEqual(['member1', 'member2']);
   });
 
   it('skips clusters blocked by the eviction history and clusters being deleted', () => {
     const clusters = [...five(), { ...healthy('member6'), deleting: true }];
-    const result = schedule({ replicas: 1, placement: { spreadConstraints: [{ maxGroups: 2 }] }, current: [{ name: 'member1' }], clusters, blocked: ['member2'] });
+    const result = schedule({
+      replicas: 1,
+      placement: { spreadConstraints: [{ maxGroups: 2 }] },
+      current: [{ name: 'member1' }],
+      clusters,
+      blocked: ['member2'],
+    });
     expect(result.ok && result.clusters.map((c) => c.name)).toEqual(['member1', 'member3']);
   });
 
   it('keeps what is placed and names every rejection when nothing fits', () => {
-    const result = schedule({ replicas: 2, placement: { clusterAffinity: { clusterNames: ['member1', 'member2'] }, spreadConstraints: [{ minGroups: 2, maxGroups: 2 }] }, current: [{ name: 'member1', replicas: 2 }], clusters: five(['member2']) });
+    const result = schedule({
+      replicas: 2,
+      placement: { clusterAffinity: { clusterNames: ['member1', 'member2'] }, spreadConstraints: [{ minGroups: 2, maxGroups: 2 }] },
+      current: [{ name: 'member1', replicas: 2 }],
+      clusters: five(['member2']),
+    });
     expect(result.ok).toBe(false);
     if (result.ok) return;
     expect(result.clusters).toEqual([{ name: 'member1', replicas: 2 }]);
@@ -43,7 +80,12 @@ describe('Duplicated', () => {
   });
 
   it('never empties a placement by itself', () => {
-    const result = schedule({ replicas: 1, placement: { clusterAffinity: { clusterNames: ['member9'] } }, current: [{ name: 'member1', replicas: 1 }], clusters: five() });
+    const result = schedule({
+      replicas: 1,
+      placement: { clusterAffinity: { clusterNames: ['member9'] } },
+      current: [{ name: 'member1', replicas: 1 }],
+      clusters: five(),
+    });
     expect(result.clusters).toEqual([{ name: 'member1', replicas: 1 }]);
   });
 });
@@ -53,30 +95,70 @@ describe('Divided', () => {
     replicaScheduling: {
       replicaSchedulingType: 'Divided' as const,
       replicaDivisionPreference: 'Weighted' as const,
-      weightPreference: { staticWeightList: [{ targetCluster: { clusterNames: ['member1'] }, weight: 1 }, { targetCluster: { clusterNames: ['member2'] }, weight: 2 }] },
+      weightPreference: {
+        staticWeightList: [
+          { targetCluster: { clusterNames: ['member1'] }, weight: 1 },
+          { targetCluster: { clusterNames: ['member2'] }, weight: 2 },
+        ],
+      },
     },
     clusterAffinity: { clusterNames: ['member1', 'member2'] },
   };
   it('seed 001: weights 1:2 over 3 replicas give member1 1 and member2 2', () => {
-    expect(schedule({ replicas: 3, placement: weights, current: [], clusters: five() })).toEqual({ ok: true, clusters: [{ name: 'member1', replicas: 1 }, { name: 'member2', replicas: 2 }] });
+    expect(schedule({ replicas: 3, placement: weights, current: [], clusters: five() })).toEqual({
+      ok: true,
+      clusters: [
+        { name: 'member1', replicas: 1 },
+        { name: 'member2', replicas: 2 },
+      ],
+    });
   });
   it('seed 001: member1 failed gives member2 all 3', () => {
-    expect(schedule({ replicas: 3, placement: weights, current: [{ name: 'member2', replicas: 2 }], clusters: five(['member1']) })).toEqual({ ok: true, clusters: [{ name: 'member2', replicas: 3 }] });
+    expect(schedule({ replicas: 3, placement: weights, current: [{ name: 'member2', replicas: 2 }], clusters: five(['member1']) })).toEqual({
+      ok: true,
+      clusters: [{ name: 'member2', replicas: 3 }],
+    });
   });
   it('spreads evenly without weights, remainders to the first by name', () => {
-    const result = schedule({ replicas: 5, placement: { replicaScheduling: { replicaSchedulingType: 'Divided' }, clusterAffinity: { clusterNames: ['member3', 'member1', 'member2'] } }, current: [], clusters: five() });
-    expect(result).toEqual({ ok: true, clusters: [{ name: 'member1', replicas: 2 }, { name: 'member2', replicas: 2 }, { name: 'member3', replicas: 1 }] });
+    const result = schedule({
+      replicas: 5,
+      placement: { replicaScheduling: { replicaSchedulingType: 'Divided' }, clusterAffinity: { clusterNames: ['member3', 'member1', 'member2'] } },
+      current: [],
+      clusters: five(),
+    });
+    expect(result).toEqual({
+      ok: true,
+      clusters: [
+        { name: 'member1', replicas: 2 },
+        { name: 'member2', replicas: 2 },
+        { name: 'member3', replicas: 1 },
+      ],
+    });
   });
   it('has no fit when every weighted cluster failed and none is placed', () => {
     expect(schedule({ replicas: 3, placement: weights, current: [], clusters: five(['member1', 'member2']) }).ok).toBe(false);
   });
-  it('keeps a failed cluster the binding is still placed on: its eviction is the taint manager\'s, paced, with a task', () => {
-    expect(schedule({ replicas: 3, placement: weights, current: [{ name: 'member2', replicas: 3 }], clusters: five(['member1', 'member2']) })).toEqual({ ok: true, clusters: [{ name: 'member2', replicas: 3 }] });
+  it("keeps a failed cluster the binding is still placed on: its eviction is the taint manager's, paced, with a task", () => {
+    expect(schedule({ replicas: 3, placement: weights, current: [{ name: 'member2', replicas: 3 }], clusters: five(['member1', 'member2']) })).toEqual({
+      ok: true,
+      clusters: [{ name: 'member2', replicas: 3 }],
+    });
   });
   it('re-divides after one eviction without dropping a second failed cluster still placed (issue: dropped without a task)', () => {
-    const even = { replicaScheduling: { replicaSchedulingType: 'Divided' as const }, clusterAffinity: { clusterNames: ['member1', 'member2', 'member3', 'member4'] } };
+    const even = {
+      replicaScheduling: { replicaSchedulingType: 'Divided' as const },
+      clusterAffinity: { clusterNames: ['member1', 'member2', 'member3', 'member4'] },
+    };
     // member1 was just evicted; member2 failed too and waits for its own paced eviction.
-    const result = schedule({ replicas: 4, placement: even, current: [{ name: 'member2', replicas: 2 }, { name: 'member3', replicas: 1 }], clusters: five(['member1', 'member2']) });
+    const result = schedule({
+      replicas: 4,
+      placement: even,
+      current: [
+        { name: 'member2', replicas: 2 },
+        { name: 'member3', replicas: 1 },
+      ],
+      clusters: five(['member1', 'member2']),
+    });
     expect(result.ok && result.clusters.map((c) => c.name)).toEqual(['member2', 'member3', 'member4']);
   });
   it('does not choose a failed cluster the binding is not placed on', () => {
@@ -100,7 +182,10 @@ describe('determinism', () => {
     [4, [3, 1], [3, 1]],
   ])('divides %i by weights %j as %j', (replicas, ws, expected) => {
     const names = ['a', 'b', 'c'].slice(0, ws.length);
-    const result = divide(replicas, names.map((name, i) => ({ name, weight: ws[i] })));
+    const result = divide(
+      replicas,
+      names.map((name, i) => ({ name, weight: ws[i] })),
+    );
     expect(names.map((n) => result.find((r) => r.name === n)?.replicas ?? 0)).toEqual(expected);
   });
 });

@@ -21,13 +21,41 @@ describe('verifyReport', () => {
     { name: 'a valid signature', request: { target: 'member1', timestamp: ts, signature: signed('member1'), body } },
     { name: 'no headers', request: { target: 'member1', timestamp: null, signature: null, body }, status: 401 },
     { name: 'a timestamp that is not unix seconds', request: { target: 'member1', timestamp: '2026-06-01', signature: signed('member1'), body }, status: 401 },
-    { name: 'a timestamp 301 s old', request: { target: 'member1', timestamp: String(Number(ts) - 301), signature: signed('member1', String(Number(ts) - 301)), body }, status: 401 },
-    { name: 'a timestamp 301 s ahead', request: { target: 'member1', timestamp: String(Number(ts) + 301), signature: signed('member1', String(Number(ts) + 301)), body }, status: 401 },
-    { name: 'a timestamp 299 s old', request: { target: 'member1', timestamp: String(Number(ts) - 299), signature: signed('member1', String(Number(ts) - 299)), body } },
-    { name: 'a body changed after signing', request: { target: 'member1', timestamp: ts, signature: signed('member1'), body: new TextEncoder().encode('{"conditions":[{"type":"Ready","status":"False"}]}') }, status: 401 },
-    { name: 'a signature over another timestamp', request: { target: 'member1', timestamp: ts, signature: signed('member1', String(Number(ts) - 1)), body }, status: 401 },
+    {
+      name: 'a timestamp 301 s old',
+      request: { target: 'member1', timestamp: String(Number(ts) - 301), signature: signed('member1', String(Number(ts) - 301)), body },
+      status: 401,
+    },
+    {
+      name: 'a timestamp 301 s ahead',
+      request: { target: 'member1', timestamp: String(Number(ts) + 301), signature: signed('member1', String(Number(ts) + 301)), body },
+      status: 401,
+    },
+    {
+      name: 'a timestamp 299 s old',
+      request: { target: 'member1', timestamp: String(Number(ts) - 299), signature: signed('member1', String(Number(ts) - 299)), body },
+    },
+    {
+      name: 'a body changed after signing',
+      request: {
+        target: 'member1',
+        timestamp: ts,
+        signature: signed('member1'),
+        body: new TextEncoder().encode('{"conditions":[{"type":"Ready","status":"False"}]}'),
+      },
+      status: 401,
+    },
+    {
+      name: 'a signature over another timestamp',
+      request: { target: 'member1', timestamp: ts, signature: signed('member1', String(Number(ts) - 1)), body },
+      status: 401,
+    },
     { name: "another cluster's signature, unannounced", request: { target: 'member1', timestamp: ts, signature: signed('member2'), body }, status: 401 },
-    { name: "another cluster's valid signature, announced", request: { target: 'member1', claimedIdentity: 'member2', timestamp: ts, signature: signed('member2'), body }, status: 403 },
+    {
+      name: "another cluster's valid signature, announced",
+      request: { target: 'member1', claimedIdentity: 'member2', timestamp: ts, signature: signed('member2'), body },
+      status: 403,
+    },
     { name: 'a malformed signature', request: { target: 'member1', timestamp: ts, signature: 'md5=abc', body }, status: 401 },
   ];
   it.each(cases)('$name', ({ request, status }) => {

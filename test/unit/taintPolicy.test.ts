@@ -45,26 +45,21 @@ function run(steps: Array<{ t: number; conditions?: Condition[]; policies?: Tain
 }
 
 describe('taint windows', () => {
-  const cases: Array<{ name: string; steps: Parameters<typeof run>[0]; expectTaintedAt: Record<number, boolean>; nextAt?: Record<number, number | undefined> }> = [
+  const cases: Array<{
+    name: string;
+    steps: Parameters<typeof run>[0];
+    expectTaintedAt: Record<number, boolean>;
+    nextAt?: Record<number, number | undefined>;
+  }> = [
     {
       name: 'adds exactly when the match has lasted addOnMatchSeconds, not a moment earlier',
-      steps: [
-        { t: 0, conditions: [ready('False', 0)], policies: [notReady()] },
-        { t: 9.999 },
-        { t: 10 },
-      ],
+      steps: [{ t: 0, conditions: [ready('False', 0)], policies: [notReady()] }, { t: 9.999 }, { t: 10 }],
       expectTaintedAt: { 0: false, 9.999: false, 10: true },
       nextAt: { 0: 10, 9.999: 10, 10: undefined },
     },
     {
       name: 'removes once the mismatch has lasted removeOnMismatchSeconds',
-      steps: [
-        { t: 0, conditions: [ready('False', 0)], policies: [notReady()] },
-        { t: 10 },
-        { t: 20, conditions: [ready('True', 20)] },
-        { t: 24.9 },
-        { t: 25 },
-      ],
+      steps: [{ t: 0, conditions: [ready('False', 0)], policies: [notReady()] }, { t: 10 }, { t: 20, conditions: [ready('True', 20)] }, { t: 24.9 }, { t: 25 }],
       expectTaintedAt: { 10: true, 20: true, 24.9: true, 25: false },
       nextAt: { 20: 25, 25: undefined },
     },
@@ -95,11 +90,7 @@ describe('taint windows', () => {
     },
     {
       name: 'False → Unknown inside the In set is one continuous match',
-      steps: [
-        { t: 0, conditions: [ready('False', 0)], policies: [notReady()] },
-        { t: 5, conditions: [ready('Unknown', 5)] },
-        { t: 10 },
-      ],
+      steps: [{ t: 0, conditions: [ready('False', 0)], policies: [notReady()] }, { t: 5, conditions: [ready('Unknown', 5)] }, { t: 10 }],
       expectTaintedAt: { 5: false, 10: true },
     },
     {
@@ -110,7 +101,11 @@ describe('taint windows', () => {
     {
       name: 'an absent condition matches neither In nor NotIn',
       steps: [
-        { t: 0, conditions: [], policies: [notReady(), notReady({ name: 'not-in', matchConditions: [{ conditionType: 'Ready', operator: 'NotIn', statusValues: ['True'] }] })] },
+        {
+          t: 0,
+          conditions: [],
+          policies: [notReady(), notReady({ name: 'not-in', matchConditions: [{ conditionType: 'Ready', operator: 'NotIn', statusValues: ['True'] }] })],
+        },
         { t: 100 },
       ],
       expectTaintedAt: { 0: false, 100: false },
@@ -170,7 +165,11 @@ describe('ownership (design decision 3)', () => {
 
   it('removes only its own taints: another effect or key stays', () => {
     const other: ClusterTaint = { key: 'cluster.karmada.io/not-ready', effect: 'NoSchedule', timeAdded: iso(0), owners: ['someone-else'], manual: false };
-    const otherPolicy = notReady({ name: 'someone-else', matchConditions: [{ conditionType: 'Disk', operator: 'In', statusValues: ['False'] }], taintsToAdd: [{ key: 'cluster.karmada.io/not-ready', effect: 'NoSchedule', addOnMatchSeconds: 1, removeOnMismatchSeconds: 1000 }] });
+    const otherPolicy = notReady({
+      name: 'someone-else',
+      matchConditions: [{ conditionType: 'Disk', operator: 'In', statusValues: ['False'] }],
+      taintsToAdd: [{ key: 'cluster.karmada.io/not-ready', effect: 'NoSchedule', addOnMatchSeconds: 1, removeOnMismatchSeconds: 1000 }],
+    });
     const { facts } = run([{ t: 0, conditions: [ready('False', 0)], policies: [notReady(), otherPolicy] }, { t: 10 }], cluster([], [other]));
     expect(facts.taints.map((t) => t.effect).sort()).toEqual(['NoExecute', 'NoSchedule']);
   });
@@ -200,7 +199,11 @@ describe('ownership (design decision 3)', () => {
   it('a manual taint is also held by a matching policy, so dropping it by hand leaves it while the policy wants it', () => {
     const result = evaluateTaintPolicies(cluster([ready('False', 0)], [manualTaint]), [notReady()], at(20));
     expect(result.taints[0].owners).toEqual(['not-ready']);
-    const unpinned = evaluateTaintPolicies(cluster([ready('False', 0)], [{ ...result.taints[0], manual: false }], { policyWindows: result.policyWindows }), [notReady()], at(21));
+    const unpinned = evaluateTaintPolicies(
+      cluster([ready('False', 0)], [{ ...result.taints[0], manual: false }], { policyWindows: result.policyWindows }),
+      [notReady()],
+      at(21),
+    );
     expect(unpinned.taints).toHaveLength(1);
   });
 });
@@ -208,9 +211,20 @@ describe('ownership (design decision 3)', () => {
 describe('ordering', () => {
   it('gives the same taints, values and events whatever the order of policies', () => {
     const p1 = notReady({ name: 'p1', taintsToAdd: [{ key: 'k', value: 'one', effect: 'NoExecute', addOnMatchSeconds: 5, removeOnMismatchSeconds: 5 }] });
-    const p2 = notReady({ name: 'p2', taintsToAdd: [{ key: 'k', value: 'two', effect: 'NoExecute', addOnMatchSeconds: 5, removeOnMismatchSeconds: 5 }, { key: 'j', effect: 'NoSchedule', addOnMatchSeconds: 3, removeOnMismatchSeconds: 5 }] });
+    const p2 = notReady({
+      name: 'p2',
+      taintsToAdd: [
+        { key: 'k', value: 'two', effect: 'NoExecute', addOnMatchSeconds: 5, removeOnMismatchSeconds: 5 },
+        { key: 'j', effect: 'NoSchedule', addOnMatchSeconds: 3, removeOnMismatchSeconds: 5 },
+      ],
+    });
     const p3 = notReady({ name: 'p3', taintsToAdd: [{ key: 'k', value: 'three', effect: 'NoExecute', addOnMatchSeconds: 4, removeOnMismatchSeconds: 5 }] });
-    const orders = [[p1, p2, p3], [p3, p2, p1], [p2, p1, p3], [p3, p1, p2]];
+    const orders = [
+      [p1, p2, p3],
+      [p3, p2, p1],
+      [p2, p1, p3],
+      [p3, p1, p2],
+    ];
     const results = orders.map((policies) => evaluateTaintPolicies(cluster([ready('False', 0)]), policies, at(10)));
     for (const result of results) expect(result).toEqual(results[0]);
     // The earliest due policy adds (p3: 4 s), every matching policy that lists it holds it.

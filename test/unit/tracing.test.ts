@@ -40,7 +40,9 @@ describe('trace context across a queue hop', () => {
     expect(spans()[0].parentSpanContext).toBeUndefined();
   });
   it('marks a failed handler as an error and rethrows', async () => {
-    await expect(tracedQueueHandler('evictions', async () => Promise.reject(new Error('storage down')))({}, ctx('evictionWorker'))).rejects.toThrow('storage down');
+    await expect(tracedQueueHandler('evictions', async () => Promise.reject(new Error('storage down')))({}, ctx('evictionWorker'))).rejects.toThrow(
+      'storage down',
+    );
     expect(spans()[0].status).toMatchObject({ code: 2, message: 'storage down' });
   });
 });
@@ -86,7 +88,10 @@ describe('exporter choice', () => {
     await telemetry.shutdown();
   });
   it.each([
-    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_PROTOCOL: must be http/protobuf or http/json (grpc is not bundled)'],
+    [
+      { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://x:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' },
+      'OTEL_EXPORTER_OTLP_PROTOCOL: must be http/protobuf or http/json (grpc is not bundled)',
+    ],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, 'OTEL_EXPORTER_OTLP_ENDPOINT: must be an http(s) URL such as http://collector:4318'],
   ])('refuses invalid settings naming the setting: %j', (env, message) => {
     expect(() => startTelemetry(env)).toThrow(ConfigError);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError, FieldError } from '../../shared/api/errors';
 import { bodyFormat, decodeApplyDocuments, decodeSingle, parseDocuments, readBodyText } from '../../shared/api/decode';
+import { ApiError, FieldError } from '../../shared/api/errors';
 import { statusReportSchema } from '../../shared/api/resources';
 
 const SEED_POLICY = `apiVersion: "policy.karmada.io/v1alpha1"
@@ -94,7 +94,12 @@ describe('apply decoding', () => {
     {
       name: 'a duplicate key+effect in one policy',
       edit: (y) => `${y}  - key: "cluster.karmada.io/not-ready"\n    effect: PreferNoExecute\n    value: other\n`,
-      errors: [{ path: 'spec.taintsToAdd[1]', message: 'duplicate taint cluster.karmada.io/not-ready:PreferNoExecute (also at spec.taintsToAdd[0]); a policy lists each key and effect once' }],
+      errors: [
+        {
+          path: 'spec.taintsToAdd[1]',
+          message: 'duplicate taint cluster.karmada.io/not-ready:PreferNoExecute (also at spec.taintsToAdd[0]); a policy lists each key and effect once',
+        },
+      ],
     },
     {
       name: 'a missing taintsToAdd',
@@ -109,7 +114,13 @@ describe('apply decoding', () => {
     {
       name: 'a kind we do not serve, with a suggestion',
       edit: (y) => y.replace('kind: "ClusterTaintPolicy"', 'kind: "ClusterTaintPolicies"'),
-      errors: [{ path: 'kind', message: 'unsupported kind "ClusterTaintPolicies"; did you mean "ClusterTaintPolicy"? (supported: Cluster, ClusterTaintPolicy, ResourceBinding, ClusterResourceBinding, PropagationPolicy, ClusterPropagationPolicy)' }],
+      errors: [
+        {
+          path: 'kind',
+          message:
+            'unsupported kind "ClusterTaintPolicies"; did you mean "ClusterTaintPolicy"? (supported: Cluster, ClusterTaintPolicy, ResourceBinding, ClusterResourceBinding, PropagationPolicy, ClusterPropagationPolicy)',
+        },
+      ],
     },
     {
       name: 'a wrong apiVersion',
@@ -164,7 +175,10 @@ describe('body decoding', () => {
   });
 
   it('refuses invalid UTF-8 and empty bodies with 400', async () => {
-    await expect(readBodyText(request(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d])), 1024)).rejects.toMatchObject({ status: 400, message: 'request body is not valid UTF-8' });
+    await expect(readBodyText(request(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d])), 1024)).rejects.toMatchObject({
+      status: 400,
+      message: 'request body is not valid UTF-8',
+    });
     await expect(readBodyText(request(''), 1024)).rejects.toMatchObject({ status: 400 });
   });
 
@@ -187,7 +201,16 @@ describe('status report decoding', () => {
   const cases: Array<[string, unknown, string | undefined]> = [
     ['a valid report', { conditions: [{ type: 'Ready', status: 'False', reason: 'ClusterNotReachable' }] }, undefined],
     ['a bad status', { conditions: [{ type: 'Ready', status: 'false' }] }, 'conditions[0].status'],
-    ['a duplicate condition type', { conditions: [{ type: 'Ready', status: 'True' }, { type: 'Ready', status: 'False' }] }, 'conditions[1].type'],
+    [
+      'a duplicate condition type',
+      {
+        conditions: [
+          { type: 'Ready', status: 'True' },
+          { type: 'Ready', status: 'False' },
+        ],
+      },
+      'conditions[1].type',
+    ],
     ['no conditions', { conditions: [] }, 'conditions'],
     ['an unknown field', { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: 'x' }] }, 'conditions[0].lastTransitionTime'],
     ['a bad time', { conditions: [{ type: 'Ready', status: 'True' }], observedAt: 'yesterday' }, 'observedAt'],
@@ -224,12 +247,32 @@ describe('binding decoding', () => {
     expect(decoded.kind === 'ResourceBinding' && decoded.object.spec.failover?.cluster?.purgeMode).toBe(mode);
   });
   const invalid: Array<[string, Record<string, unknown>, Partial<FieldError>]> = [
-    ['the seed typo pureMode', { failover: { cluster: { pureMode: 'Directly' } } }, { path: 'spec.failover.cluster.pureMode', message: 'unknown field; did you mean "purgeMode"?' }],
-    ['Never for cluster failover', { failover: { cluster: { purgeMode: 'Never' } } }, { path: 'spec.failover.cluster.purgeMode', message: 'must be one of "Directly", "Immediately", "Gracefully", "Graciously"' }],
-    ['a negative tolerationSeconds', { failover: { cluster: { tolerationSeconds: -1 } } }, { path: 'spec.failover.cluster.tolerationSeconds', message: 'must not be negative' }],
-    ['a toleration with an empty key and Equal', { placement: { clusterTolerations: [{ operator: 'Equal', value: 'x' }] } }, { path: 'spec.placement.clusterTolerations[0].operator', message: 'must be Exists when key is empty' }],
+    [
+      'the seed typo pureMode',
+      { failover: { cluster: { pureMode: 'Directly' } } },
+      { path: 'spec.failover.cluster.pureMode', message: 'unknown field; did you mean "purgeMode"?' },
+    ],
+    [
+      'Never for cluster failover',
+      { failover: { cluster: { purgeMode: 'Never' } } },
+      { path: 'spec.failover.cluster.purgeMode', message: 'must be one of "Directly", "Immediately", "Gracefully", "Graciously"' },
+    ],
+    [
+      'a negative tolerationSeconds',
+      { failover: { cluster: { tolerationSeconds: -1 } } },
+      { path: 'spec.failover.cluster.tolerationSeconds', message: 'must not be negative' },
+    ],
+    [
+      'a toleration with an empty key and Equal',
+      { placement: { clusterTolerations: [{ operator: 'Equal', value: 'x' }] } },
+      { path: 'spec.placement.clusterTolerations[0].operator', message: 'must be Exists when key is empty' },
+    ],
     ['the same cluster twice', { clusters: [{ name: 'm1' }, { name: 'm1' }] }, { path: 'spec.clusters[1].name' }],
-    ['minGroups above maxGroups', { placement: { spreadConstraints: [{ minGroups: 3, maxGroups: 2 }] } }, { path: 'spec.placement.spreadConstraints[0].minGroups', message: 'must not be greater than maxGroups' }],
+    [
+      'minGroups above maxGroups',
+      { placement: { spreadConstraints: [{ minGroups: 3, maxGroups: 2 }] } },
+      { path: 'spec.placement.spreadConstraints[0].minGroups', message: 'must not be greater than maxGroups' },
+    ],
   ];
   it.each(invalid)('rejects %s', (_name, spec, error) => {
     expect(errorsOf(() => decodeApplyDocuments([binding(spec)])).errors).toEqual([expect.objectContaining(error)]);
@@ -248,32 +291,84 @@ describe('application failover decoding', () => {
     return decoded.kind === 'ResourceBinding' ? decoded.object.spec.failover?.application : undefined;
   };
   it.each<[string, unknown, unknown]>([
-    ['empty: every default', {}, { decisionConditions: { tolerationSeconds: 10 }, purgeMode: 'Gracefully', gracePeriodSeconds: 600, blockPredecessorSeconds: 600 }],
-    ['Graciously with its grace period', { purgeMode: 'Graciously', gracePeriodSeconds: 30 }, { decisionConditions: { tolerationSeconds: 10 }, purgeMode: 'Gracefully', gracePeriodSeconds: 30, blockPredecessorSeconds: 600 }],
-    ['Immediately is Directly, no grace period', { purgeMode: 'Immediately' }, { decisionConditions: { tolerationSeconds: 10 }, purgeMode: 'Directly', blockPredecessorSeconds: 600 }],
-    ['Never', { purgeMode: 'Never', blockPredecessorSeconds: 0 }, { decisionConditions: { tolerationSeconds: 10 }, purgeMode: 'Never', blockPredecessorSeconds: 0 }],
+    [
+      'empty: every default',
+      {},
+      { decisionConditions: { tolerationSeconds: 10 }, purgeMode: 'Gracefully', gracePeriodSeconds: 600, blockPredecessorSeconds: 600 },
+    ],
+    [
+      'Graciously with its grace period',
+      { purgeMode: 'Graciously', gracePeriodSeconds: 30 },
+      { decisionConditions: { tolerationSeconds: 10 }, purgeMode: 'Gracefully', gracePeriodSeconds: 30, blockPredecessorSeconds: 600 },
+    ],
+    [
+      'Immediately is Directly, no grace period',
+      { purgeMode: 'Immediately' },
+      { decisionConditions: { tolerationSeconds: 10 }, purgeMode: 'Directly', blockPredecessorSeconds: 600 },
+    ],
+    [
+      'Never',
+      { purgeMode: 'Never', blockPredecessorSeconds: 0 },
+      { decisionConditions: { tolerationSeconds: 10 }, purgeMode: 'Never', blockPredecessorSeconds: 0 },
+    ],
     [
       "the seed's example (healthyState [Unhealthy] under decisionConditions)",
       { preConditions: { delaySeconds: 5000 }, decisionConditions: { tolerationSeconds: 200, healthyState: ['Unhealthy'] } },
-      { preConditions: { delaySeconds: 5000 }, decisionConditions: { tolerationSeconds: 200, healthyState: ['Unhealthy'] }, purgeMode: 'Gracefully', gracePeriodSeconds: 600, blockPredecessorSeconds: 600 },
+      {
+        preConditions: { delaySeconds: 5000 },
+        decisionConditions: { tolerationSeconds: 200, healthyState: ['Unhealthy'] },
+        purgeMode: 'Gracefully',
+        gracePeriodSeconds: 600,
+        blockPredecessorSeconds: 600,
+      },
     ],
-    ['toleration 0 and healthyState Healthy', { decisionConditions: { tolerationSeconds: 0 }, preConditions: { healthyState: 'Healthy' } }, { decisionConditions: { tolerationSeconds: 0 }, preConditions: { healthyState: 'Healthy' }, purgeMode: 'Gracefully', gracePeriodSeconds: 600, blockPredecessorSeconds: 600 }],
+    [
+      'toleration 0 and healthyState Healthy',
+      { decisionConditions: { tolerationSeconds: 0 }, preConditions: { healthyState: 'Healthy' } },
+      {
+        decisionConditions: { tolerationSeconds: 0 },
+        preConditions: { healthyState: 'Healthy' },
+        purgeMode: 'Gracefully',
+        gracePeriodSeconds: 600,
+        blockPredecessorSeconds: 600,
+      },
+    ],
   ])('reads %s', (_name, input, expected) => {
     expect(decode(input)).toEqual(expected);
   });
   const prefix = 'spec.failover.application';
   it.each<[string, unknown, Partial<FieldError>]>([
-    ['a grace period with Immediately', { purgeMode: 'Immediately', gracePeriodSeconds: 60 }, { path: `${prefix}.gracePeriodSeconds`, message: 'only applies with purgeMode Graciously (Gracefully); purgeMode is Immediately' }],
-    ['a grace period with Never', { purgeMode: 'Never', gracePeriodSeconds: 60 }, { path: `${prefix}.gracePeriodSeconds`, message: 'only applies with purgeMode Graciously (Gracefully); purgeMode is Never' }],
+    [
+      'a grace period with Immediately',
+      { purgeMode: 'Immediately', gracePeriodSeconds: 60 },
+      { path: `${prefix}.gracePeriodSeconds`, message: 'only applies with purgeMode Graciously (Gracefully); purgeMode is Immediately' },
+    ],
+    [
+      'a grace period with Never',
+      { purgeMode: 'Never', gracePeriodSeconds: 60 },
+      { path: `${prefix}.gracePeriodSeconds`, message: 'only applies with purgeMode Graciously (Gracefully); purgeMode is Never' },
+    ],
     ['a zero grace period', { gracePeriodSeconds: 0 }, { path: `${prefix}.gracePeriodSeconds`, message: 'must be greater than 0' }],
-    ['a negative toleration', { decisionConditions: { tolerationSeconds: -1 } }, { path: `${prefix}.decisionConditions.tolerationSeconds`, message: 'must not be negative' }],
-    ['a fractional toleration', { decisionConditions: { tolerationSeconds: 1.5 } }, { path: `${prefix}.decisionConditions.tolerationSeconds`, message: 'must be a whole number of seconds' }],
+    [
+      'a negative toleration',
+      { decisionConditions: { tolerationSeconds: -1 } },
+      { path: `${prefix}.decisionConditions.tolerationSeconds`, message: 'must not be negative' },
+    ],
+    [
+      'a fractional toleration',
+      { decisionConditions: { tolerationSeconds: 1.5 } },
+      { path: `${prefix}.decisionConditions.tolerationSeconds`, message: 'must be a whole number of seconds' },
+    ],
     ['a negative delay', { preConditions: { delaySeconds: -5 } }, { path: `${prefix}.preConditions.delaySeconds`, message: 'must not be negative' }],
     ['healthyState Unknown', { preConditions: { healthyState: 'Unknown' } }, { path: `${prefix}.preConditions.healthyState` }],
     ['a negative block', { blockPredecessorSeconds: -1 }, { path: `${prefix}.blockPredecessorSeconds` }],
     ['an unknown purge mode', { purgeMode: 'Later' }, { path: `${prefix}.purgeMode` }],
     ['a misspelt field', { tolerationSeconds: 5 }, { path: `${prefix}.tolerationSeconds`, message: expect.stringContaining('unknown field') }],
-    ['a trigger other than Unhealthy', { decisionConditions: { healthyState: ['Healthy'] } }, { path: `${prefix}.decisionConditions.healthyState[0]`, message: 'must be one of "Unhealthy"' }],
+    [
+      'a trigger other than Unhealthy',
+      { decisionConditions: { healthyState: ['Healthy'] } },
+      { path: `${prefix}.decisionConditions.healthyState[0]`, message: 'must be one of "Unhealthy"' },
+    ],
   ])('rejects %s, naming the field', (_name, input, error) => {
     expect(errorsOf(() => decode(input)).errors).toEqual([expect.objectContaining(error)]);
   });

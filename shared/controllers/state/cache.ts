@@ -25,7 +25,7 @@ export class RecentCache<T> {
 
   set(scope: object, value: T, key = ''): void {
     let map = this.entries.get(scope);
-    if (!map) this.entries.set(scope, (map = new Map()));
+    if (!map) this.entries.set(scope, (map = new Map<string, { at: number; value: T }>()));
     map.set(key, { at: Date.now(), value });
   }
 

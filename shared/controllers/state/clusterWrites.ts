@@ -45,27 +45,31 @@ export async function updateCluster<R>(
   let taintPolicies: ReturnType<typeof taintPolicy>[] | undefined = policies?.map(taintPolicy);
   let schedule: Date | undefined;
   let faultyChanged = false;
-  const outcome = await mutate<ClusterRecord, Written<R>>(plane.clusters, name, async (current: Versioned<ClusterRecord> | undefined): Promise<Mutation<ClusterRecord, Written<R>>> => {
-    const now = plane.clock.now();
-    const proposed = change(current ? structuredClone(current.value) : undefined, now);
-    if ('unchanged' in proposed) return keep({ value: proposed.unchanged, record: current?.value, changes: [], events: [] });
-    const next = proposed.record;
-    taintPolicies ??= (await loadTaintPolicies(plane)).map(taintPolicy);
-    const evaluation = evaluateTaintPolicies(clusterFacts(next), taintPolicies, now);
-    next.taints = evaluation.taints;
-    next.policyWindows = evaluation.policyWindows;
-    schedule = undefined;
-    const scheduled = next.evaluationScheduledFor ? new Date(next.evaluationScheduledFor) : undefined;
-    if (evaluation.nextDeadline && (!scheduled || scheduled.getTime() <= now.getTime() || scheduled.getTime() > evaluation.nextDeadline.getTime())) {
-      next.evaluationScheduledFor = evaluation.nextDeadline.toISOString();
-      schedule = evaluation.nextDeadline;
-    }
-    faultyChanged = faultyIds(current?.value.taints ?? []) !== faultyIds(next.taints);
-    const events = [...(proposed.events ?? []), ...evaluation.changes.map((c) => taintChangeEvent(next.name, c, now))];
-    const result = { value: proposed.result, record: next, changes: evaluation.changes, events };
-    if (current && JSON.stringify(current.value) === JSON.stringify(next)) return keep(result);
-    return write(next, result);
-  });
+  const outcome = await mutate<ClusterRecord, Written<R>>(
+    plane.clusters,
+    name,
+    async (current: Versioned<ClusterRecord> | undefined): Promise<Mutation<ClusterRecord, Written<R>>> => {
+      const now = plane.clock.now();
+      const proposed = change(current ? structuredClone(current.value) : undefined, now);
+      if ('unchanged' in proposed) return keep({ value: proposed.unchanged, record: current?.value, changes: [], events: [] });
+      const next = proposed.record;
+      taintPolicies ??= (await loadTaintPolicies(plane)).map(taintPolicy);
+      const evaluation = evaluateTaintPolicies(clusterFacts(next), taintPolicies, now);
+      next.taints = evaluation.taints;
+      next.policyWindows = evaluation.policyWindows;
+      schedule = undefined;
+      const scheduled = next.evaluationScheduledFor ? new Date(next.evaluationScheduledFor) : undefined;
+      if (evaluation.nextDeadline && (!scheduled || scheduled.getTime() <= now.getTime() || scheduled.getTime() > evaluation.nextDeadline.getTime())) {
+        next.evaluationScheduledFor = evaluation.nextDeadline.toISOString();
+        schedule = evaluation.nextDeadline;
+      }
+      faultyChanged = faultyIds(current?.value.taints ?? []) !== faultyIds(next.taints);
+      const events = [...(proposed.events ?? []), ...evaluation.changes.map((c) => taintChangeEvent(next.name, c, now))];
+      const result = { value: proposed.result, record: next, changes: evaluation.changes, events };
+      if (current && JSON.stringify(current.value) === JSON.stringify(next)) return keep(result);
+      return write(next, result);
+    },
+  );
   const { value, record, changes, events } = outcome.result;
   if (events.length > 0) await plane.events.append(events);
   if (changes.length > 0) annotate({ [ATTR.cluster]: name, [ATTR.taint]: changes.map((c) => `${c.action} ${c.taint.key}:${c.taint.effect}`).join(', ') });

@@ -33,8 +33,16 @@ export function ownSpec(record: Pick<BindingRecord, 'spec' | 'inheritedFrom'>): 
 }
 
 /** The effective spec and inheritance of a binding under the current propagation policies. */
-export function governedSpec(subject: { namespace?: string; labels: Record<string, string> }, own: BindingSpec, policies: readonly PropagationCandidate[]): Pick<BindingRecord, 'spec' | 'inheritedFrom'> {
+export function governedSpec(
+  subject: { namespace?: string; labels: Record<string, string> },
+  own: BindingSpec,
+  policies: readonly PropagationCandidate[],
+): Pick<BindingRecord, 'spec' | 'inheritedFrom'> {
   const policy = selectPolicy({ ...subject, resource: own.resource }, policies);
   const { spec, fields } = inherit(own, policy);
-  return { spec, inheritedFrom: policy && fields.length > 0 ? { kind: policy.kind, ...(policy.namespace ? { namespace: policy.namespace } : {}), name: policy.name, fields } : undefined };
+  return {
+    spec,
+    inheritedFrom:
+      policy && fields.length > 0 ? { kind: policy.kind, ...(policy.namespace ? { namespace: policy.namespace } : {}), name: policy.name, fields } : undefined,
+  };
 }

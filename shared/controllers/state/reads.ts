@@ -57,7 +57,13 @@ const propagationPolicyCache = new RecentCache<PropagationCandidate[]>(SECOND);
 export function loadPropagationPolicies(plane: ControlPlane, maxAgeMs = SECOND): Promise<PropagationCandidate[]> {
   return propagationPolicyCache.get(
     plane,
-    async () => (await plane.propagationPolicies.list()).map(({ value }) => ({ kind: value.kind, ...(value.namespace ? { namespace: value.namespace } : {}), name: value.name, spec: value.spec })),
+    async () =>
+      (await plane.propagationPolicies.list()).map(({ value }) => ({
+        kind: value.kind,
+        ...(value.namespace ? { namespace: value.namespace } : {}),
+        name: value.name,
+        spec: value.spec,
+      })),
     { maxAgeMs },
   );
 }

@@ -30,7 +30,9 @@ export class TableDueOrder {
   async listDue(horizon: string, limit: number): Promise<DueGroup[]> {
     const out: DueGroup[] = [];
     const pages = this.client
-      .listEntities<{ cluster: string; shard: string; dueAt: string }>({ queryOptions: { filter: odata`PartitionKey eq ${DUE} and RowKey le ${dueHorizon(horizon)}` } })
+      .listEntities<{ cluster: string; shard: string; dueAt: string }>({
+        queryOptions: { filter: odata`PartitionKey eq ${DUE} and RowKey le ${dueHorizon(horizon)}` },
+      })
       .byPage({ maxPageSize: Math.min(1000, Math.max(1, limit)) });
     for await (const page of pages) {
       for (const e of page) {
@@ -58,7 +60,10 @@ export class TableDueOrder {
   async deleteDue(groups: DueGroup[]): Promise<void> {
     if (groups.length === 0) return;
     try {
-      await submit(this.client, groups.map((group) => ['delete', { partitionKey: DUE, rowKey: group.rowKey }]));
+      await submit(
+        this.client,
+        groups.map((group) => ['delete', { partitionKey: DUE, rowKey: group.rowKey }]),
+      );
     } catch {
       // One of them was already gone (a batch fails whole): delete one at a time.
       for (const group of groups) {
@@ -73,6 +78,9 @@ export class TableDueOrder {
 
   /** Makes sure the due groups of these pending rows exist (one row per cluster shard and due time). */
   async addDue(records: EvictionRecord[]): Promise<void> {
-    await submit(this.client, dueEntities(records).map((entity) => ['upsert', entity, 'Replace']));
+    await submit(
+      this.client,
+      dueEntities(records).map((entity) => ['upsert', entity, 'Replace']),
+    );
   }
 }

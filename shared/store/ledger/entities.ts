@@ -31,8 +31,8 @@ export function placementFromEntity(e: Record<string, unknown>): PlacementFacts 
     name: String(e.name),
     resourceKind: String(e.resourceKind),
     replicas: Number(e.replicas),
-    tolerations: JSON.parse(String(e.tolerations || '[]')),
-    ...(e.failoverCluster ? { failoverCluster: JSON.parse(String(e.failoverCluster)) } : {}),
+    tolerations: JSON.parse(String(e.tolerations || '[]')) as PlacementFacts['tolerations'],
+    ...(e.failoverCluster ? { failoverCluster: JSON.parse(String(e.failoverCluster)) as NonNullable<PlacementFacts['failoverCluster']> } : {}),
     rev: Number(e.rev),
   };
 }
@@ -61,7 +61,7 @@ export function evictionEntity(record: EvictionRecord): LedgerEntity {
 export function evictionFromEntity(e: Record<string, unknown>): EvictionRecord {
   const key = String(e.rowKey).slice(EVICTION.length);
   const record: Record<string, unknown> = {
-    ...JSON.parse(String(e.decision ?? '{}')),
+    ...(JSON.parse(String(e.decision ?? '{}')) as Record<string, unknown>),
     cluster: clusterOfPartition(String(e.partitionKey)),
     bindingKey: key,
     ...parseBindingKey(key),

@@ -55,7 +55,10 @@ export class TableLedgerRows {
 
   /** Moves rows (one cluster) to a new state with their ETags, in batches; returns the new ETags. */
   async updateEvictions(updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>> {
-    return submit(this.client, updates.map(({ record, etag }) => ['update', evictionEntity(record), 'Replace', { etag }]));
+    return submit(
+      this.client,
+      updates.map(({ record, etag }) => ['update', evictionEntity(record), 'Replace', { etag }]),
+    );
   }
 
   /** One row with its ETag; false when someone else changed it first. */

@@ -11,7 +11,10 @@ export class TablePlacementIndex {
 
   /** Upserts placement rows, batched per cluster partition (a bulk import costs one request per 100). */
   async upsertPlacements(rows: PlacementFacts[]): Promise<void> {
-    await submit(this.client, rows.map((row) => ['upsert', placementEntity(row), 'Replace']));
+    await submit(
+      this.client,
+      rows.map((row) => ['upsert', placementEntity(row), 'Replace']),
+    );
   }
 
   /** Removes a placement row unless a newer binding revision wrote it since (ETag-checked). */

@@ -31,7 +31,7 @@ export const partitionOfAction = (action: TransactionAction): string => String((
  */
 export async function submit(client: TableClient, actions: TransactionAction[], concurrency = 8): Promise<Array<string | undefined>> {
   const chunks = transactionChunks((i) => partitionOfAction(actions[i]), actions.length);
-  const etags: Array<string | undefined> = new Array(actions.length);
+  const etags = new Array<string | undefined>(actions.length);
   let next = 0;
   const worker = async () => {
     while (next < chunks.length) {

@@ -43,7 +43,9 @@ export class MemoryDocumentStore<T> implements DocumentStore<T> {
 
   list(): Promise<Array<Versioned<T> & { id: string }>> {
     return this.faults.run('list', [], false, () =>
-      [...this.docs.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map((id) => ({ id, value: JSON.parse(this.docs.get(id)!.json) as T, etag: this.docs.get(id)!.etag })),
+      [...this.docs.keys()]
+        .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+        .map((id) => ({ id, value: JSON.parse(this.docs.get(id)!.json) as T, etag: this.docs.get(id)!.etag })),
     );
   }
 

@@ -18,6 +18,7 @@ let etagSequence = 0;
 export const nextEtag = (): string => `W/"mem-${(++etagSequence).toString(36)}"`;
 
 // The Table service's rules for keys and properties (Azurite enforces the same ones).
+// eslint-disable-next-line no-control-regex -- the service's own rule: control characters are refused in keys
 const FORBIDDEN_KEY = /[/\\#?\u0000-\u001f\u007f-\u009f]/;
 const MAX_KEY = 1024;
 /** A string property holds at most 64 KiB: 32 Ki UTF-16 units. */
@@ -25,7 +26,8 @@ export const MAX_STRING_PROPERTY = 32_768;
 
 /** Throws the service's 400 for a partition or row key it would refuse. */
 export function checkKey(key: string, what: 'PartitionKey' | 'RowKey'): void {
-  if (key.length > MAX_KEY || FORBIDDEN_KEY.test(key)) throw new MemoryStorageError(400, 'InvalidInput', `${what} ${JSON.stringify(key)} is not valid in a table`);
+  if (key.length > MAX_KEY || FORBIDDEN_KEY.test(key))
+    throw new MemoryStorageError(400, 'InvalidInput', `${what} ${JSON.stringify(key)} is not valid in a table`);
 }
 
 /** Throws the service's 400 for a string property over 64 KiB. */

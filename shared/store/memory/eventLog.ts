@@ -7,7 +7,18 @@ import type { EventLog, EventQuery, EventRecord } from '../ports';
  * cut to the newest `limit`.
  */
 export class MemoryEventLog implements EventLog {
-  private readonly rows: Array<{ partition: string; id?: string; sequence: number; time: string; kind: string; name: string; type: string; reason: string; message: string; details: string }> = [];
+  private readonly rows: Array<{
+    partition: string;
+    id?: string;
+    sequence: number;
+    time: string;
+    kind: string;
+    name: string;
+    type: string;
+    reason: string;
+    message: string;
+    details: string;
+  }> = [];
   private sequence = 0;
 
   async append(events: EventRecord[]): Promise<void> {

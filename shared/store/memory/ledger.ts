@@ -1,7 +1,20 @@
 import type { EvictionRecord, EvictionState, PlacementFacts } from '../../failover/bindingModel';
 import { dueEntities } from '../ledger/dueOrder';
 import { evictionEntity, evictionFromEntity, placementEntity, placementFromEntity } from '../ledger/entities';
-import { CLUSTER_ROWS, clusterPartition, clusterPartitions, DUE, dueHorizon, EVICTION, EVICTION_ROWS, inRange, PACER, PACER_ROW, PLACEMENT, PLACEMENT_ROWS } from '../ledger/keys';
+import {
+  CLUSTER_ROWS,
+  clusterPartition,
+  clusterPartitions,
+  DUE,
+  dueHorizon,
+  EVICTION,
+  EVICTION_ROWS,
+  inRange,
+  PACER,
+  PACER_ROW,
+  PLACEMENT,
+  PLACEMENT_ROWS,
+} from '../ledger/keys';
 import { scanStates } from '../ledger/ledgerRows';
 import { initialPacerState, pacerEntity, pacerFromEntity } from '../ledger/pacerRow';
 import { statusOf } from '../ledger/transactions';
@@ -106,7 +119,9 @@ export class MemoryLedger implements EvictionLedger {
 
   listEvictions(cluster: string, states?: readonly EvictionState[]): Promise<VersionedEviction[]> {
     return this.call('listEvictions', [cluster, states], () =>
-      this.table.query(clusterPartitions(cluster), EVICTION_ROWS, (e) => !states || states.length === 0 || states.includes(e.state as EvictionState)).map(versioned),
+      this.table
+        .query(clusterPartitions(cluster), EVICTION_ROWS, (e) => !states || states.length === 0 || states.includes(e.state as EvictionState))
+        .map(versioned),
     );
   }
 
@@ -115,7 +130,11 @@ export class MemoryLedger implements EvictionLedger {
       const states = scanStates(filter);
       const partitions = filter.cluster ? clusterPartitions(filter.cluster) : undefined;
       return this.table
-        .query((key) => !partitions || inRange(key, partitions), EVICTION_ROWS, (e) => states.length === 0 || states.includes(e.state as EvictionState))
+        .query(
+          (key) => !partitions || inRange(key, partitions),
+          EVICTION_ROWS,
+          (e) => states.length === 0 || states.includes(e.state as EvictionState),
+        )
         .map(versioned);
     });
   }
@@ -134,11 +153,11 @@ export class MemoryLedger implements EvictionLedger {
       );
       // The Table adapter writes the due groups alongside the rows (not after them), so they land even
       // when writing the rows fails.
-      let failure: unknown;
+      let failure: Error | undefined;
       try {
         this.submitOrOneByOne(actions);
       } catch (error) {
-        failure = error;
+        failure = error instanceof Error ? error : new Error(String(error));
       }
       this.writeDue(rows.filter((r) => r.record.state === 'pending').map((r) => r.record));
       if (failure !== undefined) throw failure;
@@ -162,7 +181,9 @@ export class MemoryLedger implements EvictionLedger {
   }
 
   updateEvictions(updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>> {
-    return this.call('updateEvictions', [updates], () => this.table.submit(updates.map(({ record, etag }) => ({ type: 'update', entity: evictionEntity(record), etag }))));
+    return this.call('updateEvictions', [updates], () =>
+      this.table.submit(updates.map(({ record, etag }) => ({ type: 'update', entity: evictionEntity(record), etag }))),
+    );
   }
 
   updateEviction(record: EvictionRecord, etag: string): Promise<string | false> {
@@ -201,7 +222,11 @@ export class MemoryLedger implements EvictionLedger {
   listDue(horizon: string, limit: number): Promise<DueGroup[]> {
     return this.call('listDue', [horizon, limit], () => {
       const out: DueGroup[] = [];
-      for (const e of this.table.query((key) => key === DUE, { ge: '', lt: '\uffff' }, (e) => e.rowKey <= dueHorizon(horizon))) {
+      for (const e of this.table.query(
+        (key) => key === DUE,
+        { ge: '', lt: '\uffff' },
+        (e) => e.rowKey <= dueHorizon(horizon),
+      )) {
         out.push({ dueAt: String(e.dueAt), cluster: String(e.cluster), shard: String(e.shard), rowKey: e.rowKey });
         if (out.length >= limit) break;
       }

@@ -41,7 +41,8 @@ export class MemoryMessageQueue<T> implements MessageQueue<T> {
     return this.faults.run('send', [message, options], true, () => {
       const delaySeconds = Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.floor(options.delaySeconds ?? 0)));
       const json = JSON.stringify(message);
-      if (Buffer.byteLength(encodeMessage(message)) > MAX_MESSAGE_BYTES) throw new MemoryStorageError(413, 'RequestBodyTooLarge', 'the message is larger than 64 KiB');
+      if (Buffer.byteLength(encodeMessage(message)) > MAX_MESSAGE_BYTES)
+        throw new MemoryStorageError(413, 'RequestBodyTooLarge', 'the message is larger than 64 KiB');
       const sentAt = this.now().getTime();
       this.queued.push({ json, delaySeconds, sentAt, visibleAt: sentAt + delaySeconds * 1000, sequence: this.sequence++ });
     });
@@ -54,7 +55,10 @@ export class MemoryMessageQueue<T> implements MessageQueue<T> {
 
   /** The messages not taken yet that are visible at `at` (default now), in visibility order. */
   visible(at: Date = this.now()): Array<SentMessage<T>> {
-    return this.queued.filter((m) => m.visibleAt <= at.getTime()).sort(byVisibility).map(copy<T>);
+    return this.queued
+      .filter((m) => m.visibleAt <= at.getTime())
+      .sort(byVisibility)
+      .map(copy<T>);
   }
 
   /** Removes and returns the messages visible at `at` (default now), in visibility order (then send order). */
@@ -87,7 +91,8 @@ export class MemoryMessageQueue<T> implements MessageQueue<T> {
   }
 }
 
-const byVisibility = (a: { visibleAt: number; sequence: number }, b: { visibleAt: number; sequence: number }) => a.visibleAt - b.visibleAt || a.sequence - b.sequence;
+const byVisibility = (a: { visibleAt: number; sequence: number }, b: { visibleAt: number; sequence: number }) =>
+  a.visibleAt - b.visibleAt || a.sequence - b.sequence;
 
 function copy<T>(m: { json: string; delaySeconds: number; sentAt: number; visibleAt: number; sequence: number }): SentMessage<T> {
   return { message: JSON.parse(m.json) as T, delaySeconds: m.delaySeconds, sentAt: new Date(m.sentAt), visibleAt: new Date(m.visibleAt), sequence: m.sequence };

@@ -64,7 +64,8 @@ export class MemoryTable {
       if (action.type === 'update' || action.type === 'delete') {
         if (!current) throw new MemoryStorageError(404, 'ResourceNotFound', `${index}:the specified resource does not exist`);
         const etag = action.etag ?? '*';
-        if (etag !== '*' && etag !== current.etag) throw new MemoryStorageError(412, 'UpdateConditionNotSatisfied', `${index}:the update condition specified in the request was not satisfied`);
+        if (etag !== '*' && etag !== current.etag)
+          throw new MemoryStorageError(412, 'UpdateConditionNotSatisfied', `${index}:the update condition specified in the request was not satisfied`);
       }
     });
     return actions.map((action) => {
@@ -75,7 +76,7 @@ export class MemoryTable {
         if (partition?.size === 0) this.partitions.delete(pk);
         return undefined;
       }
-      if (!partition) this.partitions.set(pk, (partition = new Map()));
+      if (!partition) this.partitions.set(pk, (partition = new Map<string, StoredEntity>()));
       const etag = nextEtag();
       partition.set(rk, { ...stripped(action.entity), etag });
       return etag;
@@ -89,13 +90,13 @@ export class MemoryTable {
    * other transactions after one fails). Returns the ETags in input order.
    */
   submit(actions: MemoryAction[]): Array<string | undefined> {
-    const etags: Array<string | undefined> = new Array(actions.length);
-    let failure: unknown;
+    const etags = new Array<string | undefined>(actions.length);
+    let failure: Error | undefined;
     for (const chunk of transactionChunks((i) => keysOf(actions[i]).partitionKey, actions.length)) {
       try {
         this.transaction(chunk.map((i) => actions[i])).forEach((etag, k) => (etags[chunk[k]] = etag));
       } catch (error) {
-        failure ??= error;
+        failure ??= error instanceof Error ? error : new Error(String(error));
       }
     }
     if (failure !== undefined) throw failure;
