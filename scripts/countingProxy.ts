@@ -19,7 +19,9 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
   let byKind = new Map<string, number>();
   const server: Server = createServer((req, res) => {
     count++;
-    const resource = (req.url ?? '').split('?')[0].split('/')[2]?.replace(/\(.*$/, '') ?? '';
+    const path = (req.url ?? '').split('?')[0].split('/')[2] ?? '';
+    // An entity (`table(PartitionKey=…,RowKey=…)`) apart from a query of the table (`table()`).
+    const resource = path.replace(/\(.+\)$/, ' (entity)').replace(/\(\)$/, '');
     const kind = `${req.method} ${resource}${/\$batch/.test(req.url ?? '') ? ' (batch)' : ''}`;
     byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
     const forward = request(

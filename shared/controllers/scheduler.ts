@@ -38,11 +38,12 @@ export async function scheduleBinding(plane: ControlPlane, key: string, trace?: 
 }
 
 /** `current`: the version the caller just wrote, to save a read (a stale one costs one retry). */
-async function place(plane: ControlPlane, key: string, current?: Versioned<BindingRecord>): Promise<ScheduleOutcome> {
-  // A fresh view: a placement decided on a second-old list would miss a cluster just registered or
-  // recovered, and a no-fit is only retried at the next resync.
-  const clusters = await fleetClusters(plane, 0);
-  let outcome: ScheduleOutcome = 'absent';
+async function place(plane: ControlPlane, key: string, current?: Versioned<BindingRecord>, fresh = false): Promise<ScheduleOutcome> {
+  // The fleet view this process keeps for a second (the worker's pre-check just read it): a placement
+  // costs no cluster listing. A no-fit on that view is decided again on a fresh one, so a cluster just
+  // registered or recovered is never missed until the next resync.
+  const clusters = await fleetClusters(plane, fresh ? 0 : undefined);
+  let outcome: ScheduleOutcome | 'stale-view' = 'absent';
   let event: EventRecord | undefined;
   const placed = await writeBinding<null>(
     plane,
@@ -71,6 +72,10 @@ async function place(plane: ControlPlane, key: string, current?: Versioned<Bindi
         clusters,
         blocked: history.blocked,
       });
+      if (!result.ok && !fresh) {
+        outcome = 'stale-view';
+        return keep(null);
+      }
       if (!result.ok) {
         outcome = 'no-fit';
         const before = JSON.stringify(current.status.conditions ?? []);
@@ -98,6 +103,7 @@ async function place(plane: ControlPlane, key: string, current?: Versioned<Bindi
     },
     current ? { current } : {},
   );
+  if ((outcome as string) === 'stale-view') return place(plane, key, current, true);
   if (event) await plane.events.append([event]);
   if ((outcome as ScheduleOutcome) === 'scheduled')
     await sweepBinding(plane, key, placed.record && placed.etag ? { value: placed.record, etag: placed.etag } : undefined);
