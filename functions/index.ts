@@ -12,6 +12,7 @@ import './resourceBindings';
 import './clusterResourceBindings';
 import './propagationPolicies';
 import './clusterPropagationPolicies';
+import './templates';
 import './events';
 import './fleet';
 import './evictionLedger';

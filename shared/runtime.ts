@@ -8,7 +8,7 @@ import type {
   TaintEvaluationMessage,
   TaintManagerMessage,
 } from './controllers/ports';
-import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord } from './controllers/records';
+import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from './controllers/records';
 import { warnAboutAuth } from './http/auth';
 import { QUEUES, StorageMessageQueue } from './queue/storageQueue';
 import { StorageClients, storageFromConnectionString, storageFromIdentity } from './store/connection';
@@ -31,6 +31,7 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
     evaluations: new StorageMessageQueue<TaintEvaluationMessage>(storage.queue(QUEUES.taintEvaluations)),
     bindings: new TableDocumentStore<BindingRecord>(storage.table(TABLES.bindings), 'binding'),
     propagationPolicies: new TableDocumentStore<PropagationPolicyRecord>(storage.table(TABLES.propagationPolicies), 'propagationpolicy'),
+    templates: new TableDocumentStore<TemplateRecord>(storage.table(TABLES.templates), 'template'),
     ledger: new TableLedger(storage.table(TABLES.ledger)),
     taintManager: new StorageMessageQueue<TaintManagerMessage>(storage.queue(QUEUES.taintManager)),
     evictions: new StorageMessageQueue<EvictionMessage>(storage.queue(QUEUES.evictions)),

@@ -1,5 +1,6 @@
 import { LineCounter, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
+import { templateNamespace } from '../failover/templates';
 import { ApiError, FieldError, badRequest, toFieldErrors } from './errors';
 import {
   APPLY_KINDS,
@@ -12,6 +13,7 @@ import {
   ResourceBindingInput,
 } from './resources';
 import { closestName } from './suggest';
+import { isOwnGroup, TemplateInput, templateSchema } from './templates';
 
 const JSON_TYPES = new Set(['application/json', 'text/json']);
 const YAML_TYPES = new Set(['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml']);
@@ -127,7 +129,9 @@ export type AppliedObject =
   | { kind: 'ResourceBinding'; name: string; object: ResourceBindingInput }
   | { kind: 'ClusterResourceBinding'; name: string; object: ClusterResourceBindingInput }
   | { kind: 'PropagationPolicy'; name: string; object: PropagationPolicyInput }
-  | { kind: 'ClusterPropagationPolicy'; name: string; object: ClusterPropagationPolicyInput };
+  | { kind: 'ClusterPropagationPolicy'; name: string; object: ClusterPropagationPolicyInput }
+  /** Any other Kubernetes object: a resource template (Deployment, ConfigMap, a custom resource...). */
+  | { kind: 'ResourceTemplate'; name: string; object: TemplateInput };
 
 /**
  * Decodes the objects of POST /api/apply: YAML documents, a JSON object or array, or a `kind: List`.
@@ -151,6 +155,30 @@ export function decodeApplyDocuments(documents: unknown[]): AppliedObject[] {
       return;
     }
     const kind = doc.kind;
+    if (typeof kind === 'string' && !(kind in APPLY_KINDS) && !isOwnGroup(doc.apiVersion)) {
+      // Not one of ours: a resource template, validated for what the app reads.
+      const parsed = templateSchema.safeParse(doc, { reportInput: true });
+      if (!parsed.success) {
+        errors.push(...toFieldErrors(parsed.error).map((e) => ({ ...e, document: index })));
+        return;
+      }
+      const namespace = templateNamespace(parsed.data.kind, parsed.data.metadata.namespace);
+      const { name } = parsed.data.metadata;
+      const display = namespace ? `${namespace}/${name}` : name;
+      const id = `${parsed.data.apiVersion}/${parsed.data.kind}/${display}`;
+      const first = seen.get(id);
+      if (first !== undefined) {
+        errors.push({
+          document: index,
+          path: 'metadata.name',
+          message: `${parsed.data.kind} ${display} appears twice in this request (also document ${first})`,
+        });
+        return;
+      }
+      seen.set(id, index);
+      objects.push({ kind: 'ResourceTemplate', name: display, object: parsed.data });
+      return;
+    }
     if (typeof kind !== 'string' || !(kind in APPLY_KINDS)) {
       const near = typeof kind === 'string' ? closestName(kind, kinds) : undefined;
       const hint = near ? `; did you mean "${near}"?` : '';

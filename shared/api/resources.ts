@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { jsonPathProblem, MAX_PRESERVED_VALUE } from '../failover/statePreservation';
 import { strictObject } from './errors';
 
 /**
@@ -168,6 +169,10 @@ export type ClusterInput = z.infer<typeof clusterSchema>;
 
 // ---------------------------------------------------------------------------------------------
 // ClusterTaintPolicy (policy.karmada.io/v1alpha1)
+//
+// Two shapes under one kind: the seed 000 shape (targetCluster, matchConditions, taintsToAdd with time
+// windows) and Karmada's shape as shipped since v1.14 (targetClusters, addOnConditions, removeOnConditions,
+// taints; no windows). One policy uses one shape; a mix is refused naming the fields of both.
 
 const seconds = (fallback: number) =>
   z.number().int('must be a whole number of seconds').min(1, 'must be at least 1').max(2_147_483_647, 'must fit in 32 bits').default(fallback);
@@ -179,6 +184,20 @@ export const matchConditionSchema = strictObject({
 });
 export type MatchCondition = z.infer<typeof matchConditionSchema>;
 
+/**
+ * Karmada's MatchCondition. As upstream, `NotIn` with no status values means "the cluster reports this
+ * condition"; `In` with none could never match, so it is refused.
+ */
+export const karmadaMatchConditionSchema = strictObject({
+  conditionType,
+  operator: z.enum(['In', 'NotIn']),
+  statusValues: z.array(z.enum(CONDITION_STATUSES)).max(3),
+}).superRefine((condition, ctx) => {
+  if (condition.operator === 'In' && condition.statusValues.length === 0) {
+    ctx.addIssue({ code: 'custom', path: ['statusValues'], message: 'must list at least one status when operator is In (In with none never matches)' });
+  }
+});
+
 export const taintToAddSchema = strictObject({
   key: qualifiedName,
   effect: z.enum(TAINT_EFFECTS),
@@ -188,20 +207,113 @@ export const taintToAddSchema = strictObject({
 });
 export type TaintToAdd = z.infer<typeof taintToAddSchema>;
 
+/** A taint of Karmada's shape: identified by key and effect, no windows. */
+export const policyTaintSchema = strictObject({
+  key: qualifiedName,
+  effect: z.enum(TAINT_EFFECTS),
+  value: labelValue.optional(),
+});
+export type PolicyTaint = z.infer<typeof policyTaintSchema>;
+
+/** The fields of each shape, and what the other shape calls the same thing. */
+const SEED_FIELDS = ['targetCluster', 'matchConditions', 'taintsToAdd'] as const;
+const KARMADA_FIELDS = ['targetClusters', 'addOnConditions', 'removeOnConditions', 'taints'] as const;
+const COUNTERPART: Record<string, string> = {
+  targetCluster: 'targetClusters',
+  targetClusters: 'targetCluster',
+  matchConditions: 'addOnConditions',
+  addOnConditions: 'matchConditions',
+  taintsToAdd: 'taints',
+  taints: 'taintsToAdd',
+};
+
+/**
+ * One policy, one shape. A mix is reported on each field of the shape with fewer fields present (on a
+ * tie, on the Karmada-shape fields), each message naming the other shape's fields. A missing taint list
+ * is reported for the shape in use (the seed shape when neither is recognisable). Runs even when fields
+ * are invalid, so a mix is reported together with the field errors.
+ */
+function checkTaintPolicyShape(spec: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  const seed = SEED_FIELDS.filter((f) => spec[f] !== undefined);
+  const karmada = KARMADA_FIELDS.filter((f) => spec[f] !== undefined);
+  if (seed.length > 0 && karmada.length > 0) {
+    const karmadaMinority = karmada.length <= seed.length;
+    const [fields, others] = karmadaMinority ? [karmada, seed] : [seed, karmada];
+    const [shape, otherShape] = karmadaMinority ? ['Karmada-shape', 'seed-shape'] : ['seed-shape', 'Karmada-shape'];
+    const named = others.map((f) => `"${f}"`).join(', ');
+    for (const field of fields) {
+      const counterpart = COUNTERPART[field];
+      const hint =
+        counterpart && !others.includes(counterpart as never) ? ` (the ${karmadaMinority ? 'seed' : 'Karmada'} shape spells it "${counterpart}")` : '';
+      ctx.addIssue({
+        code: 'custom',
+        path: [field],
+        message: `${shape} field "${field}" cannot be mixed with ${otherShape} field${others.length > 1 ? 's' : ''} ${named}; a policy uses one shape${hint}`,
+      });
+    }
+    return;
+  }
+  const required = karmada.length > 0 ? 'taints' : 'taintsToAdd';
+  if (spec[required] !== undefined) return;
+  const hint = seed.length === 0 && karmada.length === 0 ? `; Karmada's shape lists "taints" instead` : '';
+  ctx.addIssue({ code: 'custom', path: [required], message: `required field is missing (expected array)${hint}` });
+}
+
+/** Seed 000's shape: time windows per taint. */
+export interface SeedTaintPolicySpec {
+  targetCluster?: ClusterAffinity;
+  matchConditions?: MatchCondition[];
+  taintsToAdd: TaintToAdd[];
+}
+
+/** Karmada's shape (v1.14+): added when all addOnConditions match, removed when all removeOnConditions match. */
+export interface KarmadaTaintPolicySpec {
+  targetClusters?: ClusterAffinity;
+  addOnConditions?: MatchCondition[];
+  removeOnConditions?: MatchCondition[];
+  taints: PolicyTaint[];
+}
+
+export type ClusterTaintPolicySpec = SeedTaintPolicySpec | KarmadaTaintPolicySpec;
+export type TaintPolicyShape = 'seed' | 'karmada';
+
+export const taintPolicyShape = (spec: ClusterTaintPolicySpec): TaintPolicyShape => ('taints' in spec && spec.taints !== undefined ? 'karmada' : 'seed');
+export const isKarmadaTaintPolicySpec = (spec: ClusterTaintPolicySpec): spec is KarmadaTaintPolicySpec => taintPolicyShape(spec) === 'karmada';
+
 export const clusterTaintPolicySpecSchema = strictObject({
+  // seed 000
   targetCluster: clusterAffinitySchema.optional(),
   matchConditions: z.array(matchConditionSchema).max(32).optional(),
-  taintsToAdd: z.array(taintToAddSchema).min(1, 'must list at least one taint').max(32),
-}).superRefine((spec, ctx) =>
-  flagDuplicates(
-    spec.taintsToAdd,
-    (t) => `${t.key}:${t.effect}`,
-    ctx,
-    (i) => ['taintsToAdd', i],
-    (id, first) => `duplicate taint ${id} (also at spec.taintsToAdd[${first}]); a policy lists each key and effect once`,
-  ),
-);
-export type ClusterTaintPolicySpec = z.infer<typeof clusterTaintPolicySpecSchema>;
+  taintsToAdd: z.array(taintToAddSchema).min(1, 'must list at least one taint').max(32).optional(),
+  // Karmada v1.14+
+  targetClusters: clusterAffinitySchema.optional(),
+  addOnConditions: z.array(karmadaMatchConditionSchema).max(32).optional(),
+  removeOnConditions: z.array(karmadaMatchConditionSchema).max(32).optional(),
+  taints: z.array(policyTaintSchema).min(1, 'must list at least one taint').max(32).optional(),
+})
+  .check(
+    z.superRefine((spec, ctx) => checkTaintPolicyShape(spec, ctx), {
+      when: (payload) => typeof payload.value === 'object' && payload.value !== null && !Array.isArray(payload.value),
+    }),
+  )
+  .superRefine((spec, ctx) => {
+    flagDuplicates(
+      spec.taintsToAdd,
+      (t) => `${t.key}:${t.effect}`,
+      ctx,
+      (i) => ['taintsToAdd', i],
+      (id, first) => `duplicate taint ${id} (also at spec.taintsToAdd[${first}]); a policy lists each key and effect once`,
+    );
+    // Karmada's webhook rule: taints are unique by key and effect (the value is ignored).
+    flagDuplicates(
+      spec.taints,
+      (t) => `${t.key}:${t.effect}`,
+      ctx,
+      (i) => ['taints', i],
+      (id, first) => `duplicate taint ${id} (also at spec.taints[${first}]); taints are unique by key and effect`,
+    );
+  })
+  .transform((spec): ClusterTaintPolicySpec => spec as ClusterTaintPolicySpec);
 
 export const clusterTaintPolicySchema = resourceSchema(
   'policy.karmada.io/v1alpha1',
@@ -268,9 +380,25 @@ export const purgeModeSchema = <M extends PurgeMode>(allowed: readonly M[]) =>
     return mode;
   });
 
+/**
+ * Exists or Equal. Karmada's webhook rejects the comparison operators Lt and Gt in clusterTolerations
+ * (`validateClusterTolerations`; its toleration matching has them disabled), and so do we, saying so.
+ */
+const tolerationOperator = z.string().transform((operator, ctx): 'Exists' | 'Equal' => {
+  if (operator === 'Exists' || operator === 'Equal') return operator;
+  ctx.addIssue({
+    code: 'custom',
+    message:
+      operator === 'Lt' || operator === 'Gt'
+        ? `${operator} is not supported in clusterTolerations: Karmada rejects the comparison operators Lt and Gt; use "Exists" or "Equal"`
+        : 'must be one of "Exists", "Equal"',
+  });
+  return z.NEVER;
+});
+
 export const tolerationSchema = strictObject({
   key: z.union([z.literal(''), qualifiedName]).optional(),
-  operator: z.enum(['Exists', 'Equal']).optional(),
+  operator: tolerationOperator.optional(),
   value: labelValue.optional(),
   effect: z.union([z.literal(''), z.enum(TAINT_EFFECTS)]).optional(),
   tolerationSeconds: z.number().int('must be a whole number of seconds').optional(),
@@ -320,9 +448,60 @@ export const placementSchema = strictObject({
 });
 export type Placement = z.infer<typeof placementSchema>;
 
+/**
+ * A Kubernetes label key: an optional DNS-subdomain prefix (at most 253 characters) and "/", then a name of
+ * at most 63 characters (letters, digits, "-", "_", "."; starting and ending with a letter or digit).
+ */
+const labelKey = qualifiedName.superRefine((key, ctx) => {
+  const slash = key.indexOf('/');
+  const name = key.slice(slash + 1);
+  if (name.length > 63) ctx.addIssue({ code: 'custom', message: `the name part "${name.slice(0, 20)}…" must be at most 63 characters (a label key)` });
+  if (slash > 253) ctx.addIssue({ code: 'custom', message: 'the prefix before "/" must be at most 253 characters (a label key)' });
+});
+
+/** A Kubernetes JSONPath template evaluated from the workload's status, e.g. `{.jobId}` (see failover/statePreservation.ts). */
+const jsonPathTemplate = z
+  .string()
+  .min(1, 'must not be empty')
+  .max(512, 'must be at most 512 characters')
+  .superRefine((template, ctx) => {
+    const problem = jsonPathProblem(template);
+    if (problem) ctx.addIssue({ code: 'custom', message: `invalid JSONPath: ${problem}` });
+  });
+
+/**
+ * Karmada's StatePreservation (v1.12+ application failover, v1.15+ cluster failover): on an eviction, each
+ * rule's JSONPath is evaluated against the status collected from the evicted cluster, and the value is kept
+ * in the graceful-eviction task's `preservedLabelState` under `aliasLabelName`. At most 16 rules of at most
+ * 512 characters: failover.cluster also travels in every placement-index row (one Table string property).
+ */
+export const statePreservationSchema = strictObject({
+  rules: z.array(strictObject({ aliasLabelName: labelKey, jsonPath: jsonPathTemplate })).max(16, 'must list at most 16 rules'),
+}).superRefine((preservation, ctx) =>
+  flagDuplicates(
+    preservation.rules,
+    (rule) => rule.aliasLabelName,
+    ctx,
+    (i) => ['rules', i, 'aliasLabelName'],
+    (id, first) => `aliasLabelName "${id}" is used twice (also at rules[${first}]); each rule names its own label`,
+  ),
+);
+export type StatePreservation = z.infer<typeof statePreservationSchema>;
+
 export const clusterFailoverSchema = strictObject({
   purgeMode: purgeModeSchema(['Directly', 'Gracefully'] as const).default('Gracefully'),
   tolerationSeconds: z.number().int('must be a whole number of seconds').min(0, 'must not be negative').max(2_147_483_647).default(300),
+  // Seed 002: with purge mode Gracefully, the old copy goes at the latest this long after the eviction.
+  gracePeriodSeconds: z.number().int('must be a whole number of seconds').min(1, 'must be at least 1').max(2_147_483_647).optional(),
+  statePreservation: statePreservationSchema.optional(),
+}).superRefine((failover, ctx) => {
+  if (failover.gracePeriodSeconds !== undefined && failover.purgeMode !== 'Gracefully') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['gracePeriodSeconds'],
+      message: `only applies with purgeMode Gracefully (Graciously); purgeMode is ${failover.purgeMode}`,
+    });
+  }
 });
 export type ClusterFailover = z.infer<typeof clusterFailoverSchema>;
 
@@ -346,6 +525,7 @@ export const applicationFailoverSchema = strictObject({
   purgeMode: purgeModeSchema(PURGE_MODES).default('Gracefully'),
   gracePeriodSeconds: wholeSeconds.min(1, 'must be greater than 0').optional(),
   blockPredecessorSeconds: wholeSeconds.min(0, 'must not be negative (0 blocks the cluster for ever)').default(600),
+  statePreservation: statePreservationSchema.optional(),
 }).transform((behavior, ctx) => {
   if (behavior.gracePeriodSeconds !== undefined && behavior.purgeMode !== 'Gracefully') {
     ctx.addIssue({
@@ -379,6 +559,9 @@ export const gracefulEvictionTaskSchema = strictObject({
   producer: z.string().min(1).max(253),
   gracePeriodSeconds: z.number().int().min(1).optional(),
   suppressDeletion: z.boolean().optional(),
+  // statePreservation: the values found in the evicted cluster's status, and the placement before the eviction.
+  preservedLabelState: z.record(labelKey, z.string().max(MAX_PRESERVED_VALUE, `must be at most ${MAX_PRESERVED_VALUE} characters`)).optional(),
+  clustersBeforeFailover: z.array(clusterName).max(1000).optional(),
   creationTimestamp: timestamp.optional(),
 });
 export type GracefulEvictionTask = z.infer<typeof gracefulEvictionTaskSchema>;
@@ -424,8 +607,26 @@ export type ClusterResourceBindingInput = z.infer<typeof clusterResourceBindingS
 // ---------------------------------------------------------------------------------------------
 // Workload health: POST /api/resourcebindings/{namespace}/{name}/status
 
+/** The most a cluster's reported workload status may take, as JSON: it is stored with the binding, per cluster. */
+export const MAX_WORKLOAD_STATUS_CHARS = 4096;
+
+/** The workload's own status as collected from one cluster (Karmada's `aggregatedStatus[].status`), free-form. */
+const workloadStatus = z.record(z.string(), z.unknown()).superRefine((status, ctx) => {
+  const size = JSON.stringify(status).length;
+  if (size > MAX_WORKLOAD_STATUS_CHARS) ctx.addIssue({ code: 'custom', message: `must be at most ${MAX_WORKLOAD_STATUS_CHARS} characters as JSON (${size})` });
+});
+
 export const bindingStatusReportSchema = strictObject({
-  aggregatedStatus: z.array(strictObject({ clusterName, applied: z.boolean().optional(), health: z.enum(['Healthy', 'Unhealthy', 'Unknown']) })).max(1000),
+  aggregatedStatus: z
+    .array(
+      strictObject({
+        clusterName,
+        applied: z.boolean().optional(),
+        health: z.enum(['Healthy', 'Unhealthy', 'Unknown']),
+        status: workloadStatus.optional(),
+      }),
+    )
+    .max(1000),
 }).superRefine((report, ctx) =>
   flagDuplicates(
     report.aggregatedStatus,

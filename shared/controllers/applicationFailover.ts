@@ -15,7 +15,7 @@ import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracin
 import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
 import { writeBinding } from './state/bindingWrites';
-import { bindingEvent } from './state/events';
+import { bindingEvent, stateNotPreservedEvent } from './state/events';
 import { fleetClusters, recentPacerState } from './state/reads';
 
 /**
@@ -213,6 +213,7 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
           placedOn: (current.spec.clusters ?? []).map((c) => c.name),
           evictFrom: due.cluster,
           clusters: clusters.filter((c) => !blocked.has(c.name)),
+          gracefulEvictionTasks: current.spec.gracefulEvictionTasks,
         });
         if (!verdict.ok) {
           const blockedNote = blocked.size > 0 ? ` (blocked by the eviction history: ${[...blocked].sort().join(', ')})` : '';
@@ -221,7 +222,7 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
           if (history.nextExpiry) deadlines.push(history.nextExpiry.getTime());
           continue;
         }
-        events.push(evictForApplicationFailure(current, due.cluster, due.unhealthySince, behavior, now));
+        events.push(...evictForApplicationFailure(current, due.cluster, due.unhealthySince, behavior, now));
         evicted.push(due.cluster);
       }
       // Record why a due failover waits, once per change of reason.
@@ -254,11 +255,13 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
 }
 
 /**
- * Takes the cluster out of the binding (in the caller's write): the purge mode's graceful-eviction task,
- * an activeEvictionHistory entry, and a fresh status item for whenever it is placed there again.
+ * Takes the cluster out of the binding (in the caller's write): the purge mode's graceful-eviction task
+ * (with the state its statePreservation rules find in the cluster's status), an activeEvictionHistory entry,
+ * and a fresh status item for whenever it is placed there again. Returns its events.
  */
-function evictForApplicationFailure(current: BindingRecord, cluster: string, unhealthySince: string, behavior: ApplicationFailover, now: Date): EventRecord {
+function evictForApplicationFailure(current: BindingRecord, cluster: string, unhealthySince: string, behavior: ApplicationFailover, now: Date): EventRecord[] {
   const lasted = seconds(now.getTime() - Date.parse(unhealthySince));
+  const status = current.status.aggregatedStatus?.find((item) => item.clusterName === cluster)?.status;
   const eviction = evictFromPlacement(
     current.spec,
     cluster,
@@ -268,6 +271,7 @@ function evictForApplicationFailure(current: BindingRecord, cluster: string, unh
       purgeMode: behavior.purgeMode,
       gracePeriodSeconds: behavior.gracePeriodSeconds,
       message: `Unhealthy since ${unhealthySince} (${lasted}s, tolerationSeconds ${behavior.decisionConditions.tolerationSeconds})`,
+      statePreservation: { rules: behavior.statePreservation?.rules ?? [], status },
     },
     now,
   );
@@ -288,7 +292,7 @@ function evictForApplicationFailure(current: BindingRecord, cluster: string, unh
   const block = until
     ? `${cluster} may be chosen again from ${until.toISOString()}`
     : `${cluster} is never chosen again for this workload (blockPredecessorSeconds 0)`;
-  return bindingEvent(
+  const failover = bindingEvent(
     current,
     now,
     'ApplicationFailover',
@@ -302,6 +306,7 @@ function evictForApplicationFailure(current: BindingRecord, cluster: string, unh
       blockedUntil: until?.toISOString() ?? null,
     },
   );
+  return eviction.missedRules.length > 0 ? [failover, stateNotPreservedEvent(current, now, cluster, eviction.missedRules)] : [failover];
 }
 
 /**

@@ -5,13 +5,15 @@ import type { ControlPlane } from './ports';
 import { applyPropagationPolicy } from './propagationPolicies';
 import type { ApplyAction } from './state/derivation';
 import { applyTaintPolicy } from './taintPolicies';
+import { applyTemplate } from './templates';
 
 export type { ApplyAction } from './state/derivation';
 
 /** POST /api/apply: validated objects, applied in the order given; what happened to each. */
 export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]): Promise<Array<{ kind: string; name: string; action: ApplyAction }>> {
   const results = [];
-  for (const item of objects) results.push({ kind: item.kind, name: item.name, action: await applyOne(plane, item) });
+  for (const item of objects)
+    results.push({ kind: item.kind === 'ResourceTemplate' ? item.object.kind : item.kind, name: item.name, action: await applyOne(plane, item) });
   return results;
 }
 
@@ -27,5 +29,7 @@ function applyOne(plane: ControlPlane, item: AppliedObject): Promise<ApplyAction
     case 'ResourceBinding':
     case 'ClusterResourceBinding':
       return applyBinding(plane, item.object);
+    case 'ResourceTemplate':
+      return applyTemplate(plane, item.object);
   }
 }

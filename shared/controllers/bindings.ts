@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClusterResourceBindingInput, ResourceBindingInput } from '../api/resources';
 import { BindingRef, bindingKey } from '../failover/bindingModel';
 import { isFaultyTaint } from '../failover/evictionDecision';
+import type { PropagationCandidate } from '../failover/propagation';
 import { keep, remove, write } from '../store/optimistic';
 import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
@@ -71,10 +72,20 @@ async function notifyFaultyClusters(plane: ControlPlane, record: BindingRecord):
   await Promise.all(faulty.filter((n): n is string => !!n).map((cluster) => plane.taintManager.send({ cluster, reason: 'binding-changed' })));
 }
 
-export async function deleteBinding(plane: ControlPlane, ref: BindingRef): Promise<boolean> {
-  const { result } = await writeBinding<boolean>(plane, bindingKey(ref), (current) => (current ? remove(true) : keep(false)));
-  if (result) await plane.events.append([bindingEvent(ref, plane.clock.now(), 'Deleted', 'binding deleted')]);
-  return result;
+/** Deletes a binding; its evictions still waiting end `abandoned` with the reason (a worker would find the binding gone). */
+export async function deleteBinding(plane: ControlPlane, ref: BindingRef, why?: string): Promise<boolean> {
+  const key = bindingKey(ref);
+  const { result, previous } = await writeBinding<boolean>(plane, key, (current) => (current ? remove(true) : keep(false)));
+  if (!result) return false;
+  const now = plane.clock.now().toISOString();
+  for (const cluster of (previous?.spec.clusters ?? []).map((c) => c.name)) {
+    const row = await plane.ledger.getEviction(cluster, key);
+    if (row && ['pending', 'blocked'].includes(row.record.state)) {
+      await plane.ledger.updateEviction({ ...row.record, state: 'abandoned', message: why ?? 'the binding was deleted', updatedAt: now }, row.etag);
+    }
+  }
+  await plane.events.append([bindingEvent(ref, plane.clock.now(), 'Deleted', why ? `binding deleted: ${why}` : 'binding deleted')]);
+  return true;
 }
 
 /** ResourceBindings (all, or one namespace's) or ClusterResourceBindings, as the API shows them. */
@@ -87,4 +98,64 @@ export async function listBindings(plane: ControlPlane, kind: BindingRef['kind']
 export async function getBinding(plane: ControlPlane, ref: BindingRef) {
   const entry = await plane.bindings.get(bindingKey(ref));
   return entry ? bindingResource(entry.value, entry.etag) : undefined;
+}
+
+/** What a resource template gives its derived binding (the rest comes from the claiming policy). */
+export interface DerivedBindingInput {
+  ref: BindingRef;
+  labels: Record<string, string>;
+  resource: BindingRecord['spec']['resource'];
+  replicas?: number;
+}
+
+/**
+ * Creates or updates the binding Karmada's detector derives from a resource template: the template's
+ * resource and replicas, the claiming policy's placement and failover (inherited, as for any binding
+ * whose labels name a policy). What the control plane keeps on the binding (placement result,
+ * graceful-eviction tasks, eviction history, status) is never touched. A new binding, or a change of
+ * replicas or placement, goes to the scheduler.
+ */
+export async function applyDerivedBinding(plane: ControlPlane, input: DerivedBindingInput, policies?: PropagationCandidate[]): Promise<ApplyAction> {
+  const key = bindingKey(input.ref);
+  const candidates = policies ?? (await loadPropagationPolicies(plane));
+  const own = { resource: input.resource, ...(input.replicas !== undefined ? { replicas: input.replicas } : {}) };
+  const governed = governedSpec({ namespace: input.ref.namespace, labels: input.labels }, own, candidates);
+  const { result, record } = await writeBinding<ApplyAction>(plane, key, (current, now) => {
+    const before = current ? userView(current) : undefined;
+    const next: BindingRecord = current ?? {
+      ...input.ref,
+      uid: randomUUID(),
+      createdAt: now.toISOString(),
+      generation: 1,
+      rev: 0,
+      labels: {},
+      annotations: {},
+      spec: governed.spec,
+      status: {},
+    };
+    const kept = {
+      clusters: next.spec.clusters,
+      gracefulEvictionTasks: next.spec.gracefulEvictionTasks,
+      activeEvictionHistory: next.spec.activeEvictionHistory,
+    };
+    const reschedule =
+      !current || current.spec.replicas !== governed.spec.replicas || JSON.stringify(current.spec.placement) !== JSON.stringify(governed.spec.placement);
+    next.labels = { ...next.labels, ...input.labels };
+    next.spec = { ...governed.spec, ...Object.fromEntries(Object.entries(kept).filter(([, value]) => value !== undefined)) };
+    if (governed.inheritedFrom) next.inheritedFrom = governed.inheritedFrom;
+    else delete next.inheritedFrom;
+    if (before === userView(next)) return keep('unchanged');
+    const inStep = current !== undefined && current.status.schedulerObservedGeneration === current.generation;
+    if (current) next.generation += 1;
+    if (inStep && !reschedule) next.status.schedulerObservedGeneration = next.generation;
+    return write(next, current ? 'configured' : 'created');
+  });
+  if (result !== 'unchanged' && record) {
+    await plane.events.append([
+      bindingEvent(record, plane.clock.now(), result === 'created' ? 'Created' : 'Configured', `binding ${result} from its resource template`),
+    ]);
+    await notifyFaultyClusters(plane, record);
+    if (record.status.schedulerObservedGeneration !== record.generation) await plane.scheduler.send({ binding: key });
+  }
+  return result;
 }

@@ -9,7 +9,7 @@ import { RecentCache } from './state/cache';
 import { ClusterUpdate, updateCluster } from './state/clusterWrites';
 import type { ApplyAction } from './state/derivation';
 import { clusterEvent } from './state/events';
-import { loadTaintPolicies } from './state/reads';
+import { forgetFleet, loadTaintPolicies } from './state/reads';
 import { clusterResource } from './views';
 
 /**
@@ -32,6 +32,8 @@ const userView = (record: ClusterRecord) =>
     annotations: record.annotations,
     spec: record.spec,
     manual: record.taints.filter((t) => t.manual).map((t) => [t.key, t.value ?? '', t.effect]),
+    // A taint a Karmada-shape policy left behind goes when the Cluster is applied without it.
+    left: record.taints.filter((t) => t.leftBy && t.owners.length === 0 && !t.manual).map((t) => [t.key, t.effect]),
   });
 
 /**
@@ -221,6 +223,7 @@ export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<str
 export async function deleteCluster(plane: ControlPlane, name: string): Promise<boolean> {
   const deleted = await plane.clusters.delete(name);
   if (deleted) {
+    forgetFleet(plane);
     await plane.events.append([clusterEvent(name, plane.clock.now(), 'Deleted', 'cluster deleted')]);
     await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
   }

@@ -4,6 +4,7 @@ import { EvictionRecord, parseBindingKey } from '../failover/bindingModel';
 import { isFaultyTaint } from '../failover/evictionDecision';
 import { evictFromPlacement } from '../failover/placementEviction';
 import { preScheduleCheck } from '../failover/precheck';
+import type { MissedRule } from '../failover/statePreservation';
 import { keep, write } from '../store/optimistic';
 import type { Versioned, VersionedEviction } from '../store/ports';
 import { errorFields } from '../telemetry/log';
@@ -14,7 +15,7 @@ import type { BindingRecord } from './records';
 import { scheduleBinding } from './scheduler';
 import { writeBinding } from './state/bindingWrites';
 import { RecentCache } from './state/cache';
-import { evictionEvent } from './state/events';
+import { evictionEvent, stateNotPreservedEvent } from './state/events';
 import { fleetClusters, recentPacerState } from './state/reads';
 
 const MAX_SLOT_WAIT_MS = 15_000;
@@ -115,7 +116,13 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   }
 
   const now = plane.clock.now();
-  const check = preScheduleCheck({ placement: binding.value.spec.placement, placedOn, evictFrom: record.cluster, clusters: await fleetClusters(plane) });
+  const check = preScheduleCheck({
+    placement: binding.value.spec.placement,
+    placedOn,
+    evictFrom: record.cluster,
+    clusters: await fleetClusters(plane),
+    gracefulEvictionTasks: binding.value.spec.gracefulEvictionTasks,
+  });
   if (!check.ok) {
     const blocked = { ...record, state: 'blocked' as const, message: check.reason, attempts: record.attempts + 1, updatedAt: now.toISOString() };
     if ((await plane.ledger.updateEviction(blocked, row.etag)) !== false) {
@@ -129,6 +136,7 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   // The effect: the cluster leaves the binding (one rule: failover/placementEviction.ts) with this
   // decision's mark, in one ETag-guarded write. Its placement row goes with the ledger commit below.
   const executedAt = now.toISOString();
+  let missedRules: MissedRule[] = [];
   const {
     result: evicted,
     record: written,
@@ -137,14 +145,24 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
     plane,
     record.bindingKey,
     (current, at) => {
+      missedRules = [];
       if (!current) return keep(false);
+      const rules = current.spec.failover?.cluster?.statePreservation?.rules ?? [];
+      const status = current.status.aggregatedStatus?.find((item) => item.clusterName === record.cluster)?.status;
       const eviction = evictFromPlacement(
         current.spec,
         record.cluster,
-        { reason: 'TaintUntolerated', producer: 'TaintManager', purgeMode: record.purgeMode },
+        {
+          reason: 'TaintUntolerated',
+          producer: 'TaintManager',
+          purgeMode: record.purgeMode,
+          ...(record.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: record.gracePeriodSeconds } : {}),
+          statePreservation: { rules, status },
+        },
         at,
       );
       if (!eviction.evicted) return keep(false);
+      missedRules = eviction.missedRules;
       current.spec.clusters = eviction.clusters;
       current.spec.gracefulEvictionTasks = eviction.gracefulEvictionTasks;
       const placed = new Set(eviction.clusters.map((c) => c.name));
@@ -159,6 +177,11 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   if (!evicted) {
     // The binding left the cluster between the read and the write (another path took it): settle again.
     return (await abandon(plane, row, 'the binding is no longer on this cluster')) ? 'left' : 'duplicate';
+  }
+  if (missedRules.length > 0) {
+    await plane.events.append([
+      { ...stateNotPreservedEvent(record, executedAt, record.cluster, missedRules), id: `state-${record.cluster}-${decisionOf(record)}` },
+    ]);
   }
   const outcome = await finishEviction(plane, row, executedAt, written && etag ? { value: written, etag } : undefined);
   return outcome === 'finished' ? 'evicted' : outcome;

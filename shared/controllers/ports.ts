@@ -5,7 +5,7 @@ import type { EvictionRecord } from '../failover/bindingModel';
 import type { DocumentStore, EventLog, EvictionLedger, MessageQueue } from '../store/ports';
 import type { Logger } from '../telemetry/log';
 import type { FailoverMetrics } from '../telemetry/metrics';
-import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord } from './records';
+import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from './records';
 
 export type { DocumentStore, EventLog, EvictionLedger, MessageQueue } from '../store/ports';
 
@@ -69,6 +69,7 @@ export interface ControlPlane {
   evaluations: MessageQueue<TaintEvaluationMessage>;
   bindings: DocumentStore<BindingRecord>;
   propagationPolicies: DocumentStore<PropagationPolicyRecord>;
+  templates: DocumentStore<TemplateRecord>;
   ledger: EvictionLedger;
   taintManager: MessageQueue<TaintManagerMessage>;
   evictions: MessageQueue<EvictionMessage>;

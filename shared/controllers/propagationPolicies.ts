@@ -8,6 +8,7 @@ import { writeBinding } from './state/bindingWrites';
 import { ApplyAction, appliedPolicy, governedSpec, ownSpec } from './state/derivation';
 import { bindingEvent, policyEvent } from './state/events';
 import { forgetPropagationPolicies, loadPropagationPolicies } from './state/reads';
+import { rederiveTemplates } from './templates';
 import { propagationPolicyResource } from './views';
 
 /**
@@ -43,6 +44,8 @@ export async function deletePropagationPolicy(plane: ControlPlane, ref: PolicyRe
 
 async function policyChanged(plane: ControlPlane, ref: PolicyRef, reason: 'Created' | 'Configured' | 'Deleted'): Promise<void> {
   forgetPropagationPolicies(plane);
+  // The detector first (which templates this policy now claims), then every binding's inheritance.
+  await rederiveTemplates(plane);
   const rederived = await rederiveBindings(plane);
   await plane.events.append([
     policyEvent(

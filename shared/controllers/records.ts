@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { BindingSpec, ClusterSpecInput, ClusterTaintPolicySpec, PropagationSpec } from '../api/resources';
+import { isKarmadaTaintPolicySpec, type BindingSpec, type ClusterSpecInput, type ClusterTaintPolicySpec, type PropagationSpec } from '../api/resources';
 import type { WorkloadStatusItem } from '../failover/applicationFailover';
 import type { BindingKind } from '../failover/bindingModel';
-import type { ClusterFacts, ClusterTaint, Condition, PolicyWindow, TaintPolicy } from '../failover/model';
+import type { AnyTaintPolicy, ClusterFacts, ClusterTaint, Condition, PolicyWindow } from '../failover/model';
 import type { InheritedField, PolicyRef } from '../failover/propagation';
 
 /** What every stored object carries, as Kubernetes metadata. */
@@ -33,6 +33,7 @@ export interface ClusterRecord extends StoredMetadata {
   evaluationScheduledFor?: string;
 }
 
+/** A ClusterTaintPolicy as stored: its spec is of the seed shape or of Karmada's (never both). */
 export interface PolicyRecord extends StoredMetadata {
   spec: ClusterTaintPolicySpec;
 }
@@ -66,12 +67,25 @@ export function clusterFacts(record: ClusterRecord): ClusterFacts {
   };
 }
 
-export function taintPolicy(record: PolicyRecord): TaintPolicy {
+/** The decision input of a stored policy; Karmada-shape policies act in creationTimestamp order. */
+export function taintPolicy(record: PolicyRecord): AnyTaintPolicy {
+  const spec = record.spec;
+  if (isKarmadaTaintPolicySpec(spec)) {
+    return {
+      shape: 'karmada',
+      name: record.name,
+      createdAt: record.createdAt,
+      targetClusters: spec.targetClusters,
+      addOnConditions: spec.addOnConditions ?? [],
+      removeOnConditions: spec.removeOnConditions ?? [],
+      taints: spec.taints,
+    };
+  }
   return {
     name: record.name,
-    targetCluster: record.spec.targetCluster,
-    matchConditions: record.spec.matchConditions ?? [],
-    taintsToAdd: record.spec.taintsToAdd,
+    targetCluster: spec.targetCluster,
+    matchConditions: spec.matchConditions ?? [],
+    taintsToAdd: spec.taintsToAdd,
   };
 }
 
@@ -108,4 +122,19 @@ export interface BindingStatus {
   aggregatedStatus?: WorkloadStatusItem[];
   /** The application failover check already queued (one message per deadline, however often it is reported). */
   applicationFailoverCheckAt?: string;
+}
+
+/**
+ * A resource template (Deployment, ConfigMap, a custom resource...) as stored: the manifest as given,
+ * and which propagation policy claims it (the detector's choice, also written as the template's labels).
+ */
+export interface TemplateRecord extends StoredMetadata {
+  apiVersion: string;
+  kind: string;
+  namespace?: string;
+  /** The object as applied (its metadata's read-only fields dropped). */
+  manifest: Record<string, unknown>;
+  /** Counts changes, as Kubernetes' resourceVersion: the derived binding's spec.resource carries it. */
+  resourceVersion: string;
+  claimedBy?: PolicyRef;
 }

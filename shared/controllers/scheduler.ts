@@ -71,6 +71,7 @@ async function place(plane: ControlPlane, key: string, current?: Versioned<Bindi
         current: current.spec.clusters ?? [],
         clusters,
         blocked: history.blocked,
+        gracefulEvictionTasks: current.spec.gracefulEvictionTasks,
       });
       if (!result.ok && !fresh) {
         outcome = 'stale-view';

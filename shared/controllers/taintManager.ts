@@ -80,6 +80,7 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
         state: 'pending',
         reason: 'TaintUntolerated',
         purgeMode: placement.failoverCluster?.purgeMode ?? 'Gracefully',
+        ...(placement.failoverCluster?.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: placement.failoverCluster.gracePeriodSeconds } : {}),
         why: verdict.why,
         taints: verdict.taints.join(','),
         dueAt: verdict.dueAt.toISOString(),

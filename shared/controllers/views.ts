@@ -1,6 +1,6 @@
 import type { EvictionRecord } from '../failover/bindingModel';
 import type { FleetHealth } from '../failover/evictionDecision';
-import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, StoredMetadata } from './records';
+import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, StoredMetadata, TemplateRecord } from './records';
 
 /**
  * What the HTTP API returns, built from what is stored: the Karmada-shaped objects (plus what explains
@@ -105,5 +105,33 @@ export function fleetView(
     pending: waiting.pending,
     scheduled: waiting.scheduled,
     faultyClusters: health.faultyClusters,
+  };
+}
+
+/** A resource template as the API shows it: the manifest with its server metadata. A Secret's values are never shown. */
+export interface TemplateView {
+  [field: string]: unknown;
+  metadata: { [field: string]: unknown; name: string; namespace?: string; uid: string; resourceVersion: string; labels?: Record<string, string> };
+}
+
+export function templateView(record: TemplateRecord): TemplateView {
+  const manifest = { ...record.manifest };
+  if (record.apiVersion === 'v1' && record.kind === 'Secret') {
+    for (const field of ['data', 'stringData']) {
+      const values = manifest[field];
+      if (values && typeof values === 'object') manifest[field] = Object.fromEntries(Object.keys(values).map((key) => [key, '(redacted)']));
+    }
+  }
+  return {
+    ...manifest,
+    metadata: {
+      ...(record.manifest.metadata as Record<string, unknown>),
+      name: record.name,
+      uid: record.uid,
+      resourceVersion: record.resourceVersion,
+      generation: record.generation,
+      creationTimestamp: record.createdAt,
+      ...(Object.keys(record.labels).length > 0 ? { labels: record.labels } : {}),
+    },
   };
 }

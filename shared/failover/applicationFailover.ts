@@ -26,18 +26,22 @@ export interface WorkloadStatusItem {
   unhealthySince?: string;
   /** Why a due failover is not happening (preconditions, gate, pause, nowhere to go). */
   failoverHeld?: string;
+  /** The workload's own status last reported from the cluster (free-form): what statePreservation reads. */
+  status?: Record<string, unknown>;
 }
 
 export interface ReportedStatus {
   clusterName: string;
   applied?: boolean;
   health: WorkloadHealth;
+  status?: Record<string, unknown>;
 }
 
 /**
  * Folds a workload status report into the stored items: the control plane's own fields are kept from the
  * previous item, the stretch starts at the first Unhealthy report on a placed cluster. Clusters not in
- * the report keep their item.
+ * the report keep their item. A report without `status` keeps the status last reported (a health-only
+ * reporter does not erase what statePreservation would read); one with `status` replaces it.
  */
 export function mergeWorkloadStatus(
   previous: readonly WorkloadStatusItem[],
@@ -55,6 +59,8 @@ export function mergeWorkloadStatus(
       creationTimestamp: before?.creationTimestamp ?? now.toISOString(),
       settled: (before?.settled ?? false) || report.health === 'Healthy',
     };
+    const status = report.status ?? before?.status;
+    if (status !== undefined) item.status = status;
     const placed = placedOn.includes(report.clusterName);
     const since =
       report.health === 'Unhealthy' ? (before?.unhealthySince ?? now.toISOString()) : report.health === 'Unknown' ? before?.unhealthySince : undefined;

@@ -9,15 +9,25 @@ export interface CandidateCluster extends AffinityTarget {
 
 /**
  * Design decision 1: a new placement never lands on a cluster with an untolerated NoSchedule or NoExecute
- * taint, nor on one with any PreferNoExecute taint. Returns why not, or undefined when it may.
+ * taint, nor on one with any PreferNoExecute taint, nor on one with a NoExecute taint the binding tolerates
+ * only for a time (its toleration has tolerationSeconds: the taint manager would evict it again, so a
+ * binding just evicted from such a cluster would be placed straight back on it). As for eviction, the first
+ * toleration that tolerates a taint is the one used. Returns why not, or undefined when it may.
  */
 export function unschedulableReason(cluster: CandidateCluster, tolerations: readonly Toleration[]): string | undefined {
   for (const taint of cluster.taints) {
     if (taint.effect === 'PreferNoExecute') return `has taint ${taint.key}:PreferNoExecute`;
-    if (!tolerations.some((t) => tolerates(t, taint))) return `has untolerated taint ${taint.key}:${taint.effect}`;
+    const used = tolerations.find((t) => tolerates(t, taint));
+    if (!used) return `has untolerated taint ${taint.key}:${taint.effect}`;
+    if (taint.effect === 'NoExecute' && used.tolerationSeconds !== undefined) {
+      return `has taint ${taint.key}:NoExecute, tolerated only for ${used.tolerationSeconds}s`;
+    }
   }
   return undefined;
 }
+
+/** Clusters with a graceful-eviction task (Karmada's ClusterEviction filter: "in the process of eviction"). */
+export const evictingClusters = (tasks: ReadonlyArray<{ fromCluster: string }> | undefined): string[] => (tasks ?? []).map((t) => t.fromCluster);
 
 export interface PreCheckInput {
   placement: Placement | undefined;
@@ -25,6 +35,11 @@ export interface PreCheckInput {
   placedOn: readonly string[];
   evictFrom: string;
   clusters: readonly CandidateCluster[];
+  /**
+   * The binding's spec.gracefulEvictionTasks: a cluster with a task is not a place to go until its task is
+   * dropped (the scheduler will not choose it), unless the binding is still placed on it.
+   */
+  gracefulEvictionTasks?: ReadonlyArray<{ fromCluster: string }>;
 }
 
 export type PreCheckResult = { ok: true; candidates: string[] } | { ok: false; reason: string };
@@ -40,8 +55,13 @@ export type PreCheckResult = { ok: true; candidates: string[] } | { ok: false; r
 export function preScheduleCheck(input: PreCheckInput): PreCheckResult {
   const tolerations = input.placement?.clusterTolerations ?? [];
   const affinity = input.placement?.clusterAffinity;
+  const evicting = evictingClusters(input.gracefulEvictionTasks);
   const usable = input.clusters.filter(
-    (c) => c.name !== input.evictFrom && matchesClusterAffinity(affinity, c) && unschedulableReason(c, tolerations) === undefined,
+    (c) =>
+      c.name !== input.evictFrom &&
+      matchesClusterAffinity(affinity, c) &&
+      unschedulableReason(c, tolerations) === undefined &&
+      (!evicting.includes(c.name) || input.placedOn.includes(c.name)),
   );
   const type = input.placement?.replicaScheduling?.replicaSchedulingType ?? 'Duplicated';
   if (type === 'Divided') {

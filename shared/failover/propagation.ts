@@ -45,9 +45,24 @@ export function selectorMatches(selector: ResourceSelector, subject: BindingSubj
 }
 
 /**
- * The governing policy: the one the binding's labels name (if it exists), else the matching
- * PropagationPolicy of the binding's namespace with the highest priority, else the matching
- * ClusterPropagationPolicy with the highest priority; ties go to the name first in order (Karmada's rule).
+ * Karmada's implicit priority of a policy for an object: the best of its matching selectors, a selector
+ * naming the object (3) over one matching by labels (2) over one matching the kind alone (1); 0 when none
+ * matches.
+ */
+export function implicitPriority(policy: PropagationCandidate, subject: BindingSubject): number {
+  let best = 0;
+  for (const selector of policy.spec.resourceSelectors) {
+    if (!selectorMatches(selector, subject)) continue;
+    best = Math.max(best, selector.name ? 3 : selector.labelSelector ? 2 : 1);
+  }
+  return best;
+}
+
+/**
+ * The governing policy: the one the subject's labels name (if it exists), else the matching
+ * PropagationPolicy of its namespace, else the matching ClusterPropagationPolicy; among several, the
+ * highest explicit `priority`, then Karmada's implicit priority (name match over label match over kind
+ * match), then the name first in order (Karmada's detector).
  */
 export function selectPolicy(subject: BindingSubject, candidates: readonly PropagationCandidate[]): PropagationCandidate | undefined {
   const named = namedPolicy(subject);
@@ -55,12 +70,19 @@ export function selectPolicy(subject: BindingSubject, candidates: readonly Propa
     const hit = candidates.find((c) => policyKey(c) === policyKey(named));
     if (hit) return hit;
   }
+  return rankPolicies(subject, candidates)[0];
+}
+
+/** The matching policies in the order Karmada's detector prefers them (see selectPolicy); labels naming a policy are not read. */
+export function rankPolicies(subject: BindingSubject, candidates: readonly PropagationCandidate[]): PropagationCandidate[] {
   const matching = (kind: PropagationKind) =>
     candidates
       .filter((c) => c.kind === kind && (kind === 'ClusterPropagationPolicy' || c.namespace === subject.namespace))
-      .filter((c) => c.spec.resourceSelectors.some((s) => selectorMatches(s, subject)))
-      .sort((a, b) => (b.spec.priority ?? 0) - (a.spec.priority ?? 0) || a.name.localeCompare(b.name));
-  return (subject.namespace !== undefined ? matching('PropagationPolicy')[0] : undefined) ?? matching('ClusterPropagationPolicy')[0];
+      .map((c) => ({ c, implicit: implicitPriority(c, subject) }))
+      .filter(({ implicit }) => implicit > 0)
+      .sort((a, b) => (b.c.spec.priority ?? 0) - (a.c.spec.priority ?? 0) || b.implicit - a.implicit || a.c.name.localeCompare(b.c.name))
+      .map(({ c }) => c);
+  return [...(subject.namespace !== undefined ? matching('PropagationPolicy') : []), ...matching('ClusterPropagationPolicy')];
 }
 
 function namedPolicy(subject: BindingSubject): PolicyRef | undefined {

@@ -1,5 +1,5 @@
 import type { Placement } from '../api/resources';
-import { unschedulableReason, CandidateCluster } from './precheck';
+import { evictingClusters, unschedulableReason, CandidateCluster } from './precheck';
 import { matchesClusterAffinity } from './selectors';
 
 /**
@@ -26,6 +26,11 @@ export interface ScheduleInput {
   clusters: readonly SchedulableCluster[];
   /** Clusters this binding may not use yet (activeEvictionHistory within its block). */
   blocked?: readonly string[];
+  /**
+   * spec.gracefulEvictionTasks: a cluster with a task is not chosen again until its task is dropped
+   * (Karmada's ClusterEviction filter). A cluster still placed is kept, as for taints.
+   */
+  gracefulEvictionTasks?: ReadonlyArray<{ fromCluster: string }>;
 }
 
 export type ScheduleResult =
@@ -38,17 +43,28 @@ const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
  * placed on is not rejected for its taints (Karmada's TaintToleration filter does the same): taking a
  * workload off a faulty cluster is the taint manager's paced eviction, with a graceful-eviction task, never
  * a side effect of placing the binding again (a Divided re-division would otherwise drop a second failed
- * cluster at once, outside the rate and without a task).
+ * cluster at once, outside the rate and without a task). A cluster not placed is rejected while it has a
+ * graceful-eviction task (Karmada's ClusterEviction filter) and for taints (precheck's unschedulableReason:
+ * untolerated, PreferNoExecute, or NoExecute tolerated only for a time).
  */
-export function rejectionReason(cluster: SchedulableCluster, placement: Placement | undefined, blocked: readonly string[], placed = false): string | undefined {
+export function rejectionReason(
+  cluster: SchedulableCluster,
+  placement: Placement | undefined,
+  blocked: readonly string[],
+  placed = false,
+  evicting: readonly string[] = [],
+): string | undefined {
   if (!matchesClusterAffinity(placement?.clusterAffinity, cluster)) return 'does not match the cluster affinity';
   if (cluster.deleting) return 'is being deleted';
   if (blocked.includes(cluster.name)) return 'is blocked by the eviction history';
-  return placed ? undefined : unschedulableReason(cluster, placement?.clusterTolerations ?? []);
+  if (placed) return undefined;
+  if (evicting.includes(cluster.name)) return 'is in the process of eviction (it has a graceful-eviction task)';
+  return unschedulableReason(cluster, placement?.clusterTolerations ?? []);
 }
 
 export function schedule(input: ScheduleInput): ScheduleResult {
   const blocked = input.blocked ?? [];
+  const evicting = evictingClusters(input.gracefulEvictionTasks);
   const rejected: Record<string, string> = {};
   const feasible: string[] = [];
   for (const cluster of [...input.clusters].sort((a, b) => byName(a.name, b.name))) {
@@ -57,6 +73,7 @@ export function schedule(input: ScheduleInput): ScheduleResult {
       input.placement,
       blocked,
       input.current.some((c) => c.name === cluster.name),
+      evicting,
     );
     if (why) rejected[cluster.name] = why;
     else feasible.push(cluster.name);

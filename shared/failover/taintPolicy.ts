@@ -1,20 +1,67 @@
 import { createHash } from 'node:crypto';
 import { matchesCondition, matchesConditions } from './conditions';
-import { ClusterFacts, ClusterTaint, Condition, PolicyWindow, TaintPolicy, TaintToAdd, taintId } from './model';
+import {
+  AnyTaintPolicy,
+  ClusterFacts,
+  ClusterTaint,
+  Condition,
+  isKarmadaPolicy,
+  KarmadaTaintPolicy,
+  MatchCondition,
+  PolicyWindow,
+  TaintPolicy,
+  TaintPolicyShape,
+  TaintToAdd,
+  taintId,
+} from './model';
 import { matchesClusterAffinity } from './selectors';
 
 /**
- * "Taint cluster by conditions" (seed 000) with time windows and ownership (design decisions 2 and 3).
+ * "Taint cluster by conditions" for both shapes of ClusterTaintPolicy, with ownership (design decision 3).
+ *
+ * - Seed 000 shape: time windows (design decision 2). A matching policy holds the taints it lists; it lets
+ *   go once its remove window has passed, when it no longer lists a taint, or when it is deleted.
+ * - Karmada's shape (v1.14+): no windows. In creationTimestamp order (then name), each policy that targets
+ *   the cluster takes hold of its taints when all its addOnConditions match, then, when all its
+ *   removeOnConditions match, drops every Karmada-shape hold on those taints (upstream removes them
+ *   whoever added them). An empty list never acts. A policy that stops applying (deleted, no longer
+ *   targeting, no longer listing) leaves its taints behind, as upstream does.
+ *
+ * A taint stays while anything holds it: a person (manual), a seed-shape policy, a Karmada-shape policy,
+ * or a Karmada-shape policy that left it. So no policy removes a manual taint, and a Karmada-shape
+ * removal does not override a seed-shape policy that still wants the taint.
+ *
  * Pure: the cluster's stored facts, the policies and the time in; the new taints, windows, changes and
  * the next deadline out. The result does not depend on the order of `policies`.
  */
 
+/** Which rule of which shape acted. */
+export type TaintRule =
+  /** seed: the match lasted the taint's addOnMatchSeconds */
+  | 'addOnMatchSeconds'
+  /** seed: the mismatch lasted the taint's removeOnMismatchSeconds */
+  | 'removeOnMismatchSeconds'
+  /** seed: the policy was deleted (or is now of Karmada's shape) */
+  | 'policyDeleted'
+  /** seed: the policy no longer lists the taint */
+  | 'taintNotListed'
+  /** nobody holds the taint (nothing acted) */
+  | 'noHolder'
+  /** Karmada: all addOnConditions matched */
+  | 'addOnConditions'
+  /** Karmada: all removeOnConditions matched */
+  | 'removeOnConditions';
+
 export interface TaintChange {
   action: 'added' | 'removed';
   taint: { key: string; value?: string; effect: ClusterTaint['effect'] };
+  /** The policy that acted ('' when none did). */
   policy: string;
+  /** The shape of that policy. */
+  shape: TaintPolicyShape;
+  rule: TaintRule;
   reason: string;
-  /** The conditions the policy looks at, as they were when the change was decided. */
+  /** The conditions the rule looks at, as they were when the change was decided. */
   conditions: Condition[];
 }
 
@@ -33,10 +80,15 @@ export function policyFingerprint(policy: Pick<TaintPolicy, 'targetCluster' | 'm
 
 const time = (iso: string): number => new Date(iso).getTime();
 
+/** Conditions of the types a list of match conditions looks at, as present on the cluster. */
+function conditionsOf(matches: readonly MatchCondition[], conditions: readonly Condition[]): Condition[] {
+  const types = new Set(matches.map((m) => m.conditionType));
+  return conditions.filter((c) => types.has(c.type));
+}
+
 /** Conditions of the types a policy looks at, as present on the cluster. */
 function relevantConditions(policy: TaintPolicy, conditions: readonly Condition[]): Condition[] {
-  const types = new Set(policy.matchConditions.map((m) => m.conditionType));
-  return conditions.filter((c) => types.has(c.type));
+  return conditionsOf(policy.matchConditions, conditions);
 }
 
 /** Transition times of the present conditions that currently break the policy's match. */
@@ -68,19 +120,62 @@ function windowStart(policy: TaintPolicy, targeted: boolean, matched: boolean, c
   return times.length > 0 ? Math.min(...times) : now;
 }
 
+/** Karmada's conditionMatches: all must match (an absent condition matches neither In nor NotIn); an empty list never does. */
+export function karmadaConditionsMatch(matches: readonly MatchCondition[], conditions: readonly Condition[]): boolean {
+  return matches.length > 0 && matchesConditions(matches, conditions);
+}
+
 interface PolicyState {
   policy: TaintPolicy;
   window: PolicyWindow;
   sinceMs: number;
 }
 
-export function evaluateTaintPolicies(cluster: ClusterFacts, policies: readonly TaintPolicy[], now: Date): TaintEvaluation {
+interface KarmadaVerdict {
+  policy: KarmadaTaintPolicy;
+  targeted: boolean;
+  add: boolean;
+  remove: boolean;
+}
+
+type Actor = Pick<TaintChange, 'policy' | 'shape' | 'rule' | 'reason' | 'conditions'>;
+
+/** One taint (by key and effect) during an evaluation: who holds it, and who added or removed it. */
+interface Entry {
+  /** The stored taint, if the cluster had it before this evaluation. */
+  before?: ClusterTaint;
+  /** What to add, when the cluster did not have it. */
+  fresh?: { key: string; value?: string; effect: ClusterTaint['effect'] };
+  seed: Set<string>;
+  karmada: Set<string>;
+  leftBy?: string;
+  manual: boolean;
+  added?: Actor;
+  removed?: Actor;
+}
+
+const held = (entry: Entry): boolean => entry.manual || entry.seed.size > 0 || entry.karmada.size > 0 || entry.leftBy !== undefined;
+
+const byName = (a: { name: string }, b: { name: string }) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+/** Karmada sorts by creationTimestamp; policies created at the same time go by name (upstream leaves that order undefined). */
+const byCreation = (a: KarmadaTaintPolicy, b: KarmadaTaintPolicy) => time(a.createdAt) - time(b.createdAt) || byName(a, b);
+
+const withValue = (taint: { key: string; value?: string; effect: ClusterTaint['effect'] }) => ({
+  key: taint.key,
+  ...(taint.value !== undefined && taint.value !== '' ? { value: taint.value } : {}),
+  effect: taint.effect,
+});
+
+export function evaluateTaintPolicies(cluster: ClusterFacts, policies: readonly AnyTaintPolicy[], now: Date): TaintEvaluation {
   const nowMs = now.getTime();
-  const sorted = [...policies].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const seedPolicies = policies.filter((p): p is TaintPolicy => !isKarmadaPolicy(p)).sort(byName);
+  const karmadaPolicies = policies.filter(isKarmadaPolicy).sort(byCreation);
   const states = new Map<string, PolicyState>();
   const policyWindows: Record<string, PolicyWindow> = {};
 
-  for (const policy of sorted) {
+  // Seed shape: the persisted windows.
+  for (const policy of seedPolicies) {
     const targeted = matchesClusterAffinity(policy.targetCluster, cluster);
     const matched = targeted && matchesConditions(policy.matchConditions, cluster.conditions);
     const fingerprint = policyFingerprint(policy);
@@ -98,15 +193,104 @@ export function evaluateTaintPolicies(cluster: ClusterFacts, policies: readonly 
     states.set(policy.name, { policy, window, sinceMs });
   }
 
+  // Karmada shape: what each policy's conditions say now.
+  const verdicts: KarmadaVerdict[] = karmadaPolicies.map((policy) => {
+    const targeted = matchesClusterAffinity(policy.targetClusters, cluster);
+    return {
+      policy,
+      targeted,
+      add: targeted && karmadaConditionsMatch(policy.addOnConditions, cluster.conditions),
+      remove: targeted && karmadaConditionsMatch(policy.removeOnConditions, cluster.conditions),
+    };
+  });
+  const verdictOf = new Map(verdicts.map((v) => [v.policy.name, v]));
+
   const deadlines: number[] = [];
   const changes: TaintChange[] = [];
-  const snapshot = (policyName: string): Condition[] => {
-    const state = states.get(policyName);
-    return state ? relevantConditions(state.policy, cluster.conditions) : [];
+  const seedActor = (name: string, rule: TaintRule, reason: string): Actor => {
+    const state = states.get(name);
+    return { policy: name, shape: 'seed', rule, reason, conditions: state ? relevantConditions(state.policy, cluster.conditions) : [] };
   };
+  const karmadaActor = (policy: KarmadaTaintPolicy, rule: 'addOnConditions' | 'removeOnConditions'): Actor => ({
+    policy: policy.name,
+    shape: 'karmada',
+    rule,
+    reason: `${rule} matched`,
+    conditions: conditionsOf(rule === 'addOnConditions' ? policy.addOnConditions : policy.removeOnConditions, cluster.conditions),
+  });
   const listed = (state: PolicyState, id: string): TaintToAdd | undefined => state.policy.taintsToAdd.find((t) => taintId(t) === id);
 
-  // Policies that currently match, per taint they list: they want that taint.
+  const entries = new Map<string, Entry>();
+  const entry = (id: string): Entry => {
+    let found = entries.get(id);
+    if (!found) entries.set(id, (found = { seed: new Set(), karmada: new Set(), manual: false }));
+    return found;
+  };
+
+  // 1. The taints the cluster has: which holds still stand.
+  for (const taint of cluster.taints) {
+    const id = taintId(taint);
+    const current = entry(id);
+    current.before = taint;
+    current.manual = taint.manual;
+    current.leftBy = taint.leftBy;
+    const karmadaHeld = new Set(taint.karmadaOwners ?? []);
+    const lapsed: string[] = [];
+    for (const owner of taint.owners) {
+      if (karmadaHeld.has(owner)) {
+        // A Karmada-shape hold stands while its policy exists, targets the cluster and lists the taint.
+        const verdict = verdictOf.get(owner);
+        if (verdict?.targeted && verdict.policy.taints.some((t) => taintId(t) === id)) current.karmada.add(owner);
+        else lapsed.push(owner);
+        continue;
+      }
+      const state = states.get(owner);
+      const wanted = state ? listed(state, id) : undefined;
+      if (!state || !wanted) {
+        const reason = state ? 'the policy no longer lists this taint' : verdictOf.has(owner) ? "the policy now has Karmada's shape" : 'the policy was deleted';
+        current.removed = seedActor(owner, state ? 'taintNotListed' : 'policyDeleted', reason);
+        continue;
+      }
+      if (state.window.matched) {
+        current.seed.add(owner);
+        continue;
+      }
+      const removeAt = state.sinceMs + wanted.removeOnMismatchSeconds * 1000;
+      if (nowMs >= removeAt) {
+        current.removed = seedActor(owner, 'removeOnMismatchSeconds', `the policy's conditions did not match for ${wanted.removeOnMismatchSeconds}s`);
+      } else {
+        current.seed.add(owner);
+        deadlines.push(removeAt);
+      }
+    }
+    if (current.karmada.size === 0 && lapsed.length > 0) current.leftBy = lapsed.sort()[0];
+  }
+
+  // 2. Karmada-shape policies in creationTimestamp order: add, then remove.
+  for (const verdict of verdicts) {
+    if (verdict.add) {
+      for (const taint of verdict.policy.taints) {
+        const current = entry(taintId(taint));
+        if (!current.before && !held(current)) {
+          current.fresh = withValue(taint);
+          current.added = karmadaActor(verdict.policy, 'addOnConditions');
+        }
+        current.karmada.add(verdict.policy.name);
+        current.leftBy = undefined;
+      }
+    }
+    if (verdict.remove) {
+      for (const taint of verdict.policy.taints) {
+        const current = entries.get(taintId(taint));
+        if (!current || (current.karmada.size === 0 && current.leftBy === undefined)) continue;
+        current.karmada.clear();
+        current.leftBy = undefined;
+        current.removed = karmadaActor(verdict.policy, 'removeOnConditions');
+      }
+    }
+  }
+
+  // 3. Seed-shape policies that match, per taint they list: they want that taint.
   const wanting = new Map<string, PolicyState[]>();
   for (const state of states.values()) {
     if (!state.window.matched) continue;
@@ -115,71 +299,60 @@ export function evaluateTaintPolicies(cluster: ClusterFacts, policies: readonly 
       wanting.set(id, [...(wanting.get(id) ?? []), state]);
     }
   }
-
-  const taints: ClusterTaint[] = [];
-  const present = new Set<string>();
-  for (const taint of cluster.taints) {
-    const id = taintId(taint);
-    const owners = new Set<string>();
-    let releasedBy: { policy: string; reason: string } | undefined;
-    for (const owner of taint.owners) {
-      const state = states.get(owner);
-      const wanted = state ? listed(state, id) : undefined;
-      if (!state || !wanted) {
-        releasedBy = { policy: owner, reason: state ? 'the policy no longer lists this taint' : 'the policy was deleted' };
-        continue;
-      }
-      if (state.window.matched) {
-        owners.add(owner);
-        continue;
-      }
-      const removeAt = state.sinceMs + wanted.removeOnMismatchSeconds * 1000;
-      if (nowMs >= removeAt) {
-        releasedBy = { policy: owner, reason: `the policy's conditions did not match for ${wanted.removeOnMismatchSeconds}s` };
-      } else {
-        owners.add(owner);
-        deadlines.push(removeAt);
-      }
-    }
-    // A matching policy that lists this taint holds it too, whoever added it (decision 3: never remove a
-    // taint another matching policy still wants).
-    for (const state of wanting.get(id) ?? []) owners.add(state.policy.name);
-
-    if (owners.size === 0 && !taint.manual) {
-      const by = releasedBy ?? { policy: taint.owners[0] ?? '', reason: 'no policy holds this taint' };
-      changes.push({ action: 'removed', taint: publicTaint(taint), policy: by.policy, reason: by.reason, conditions: snapshot(by.policy) });
+  for (const [id, wanters] of wanting) {
+    const current = entries.get(id);
+    // A taint the cluster has (or that a Karmada-shape policy holds) is held by every matching policy that
+    // lists it, whoever added it: never remove a taint another matching policy still wants.
+    if (current && (current.before || held(current))) {
+      for (const state of wanters) current.seed.add(state.policy.name);
       continue;
     }
-    present.add(id);
-    taints.push({ ...taint, owners: [...owners].sort() });
-  }
-
-  for (const [id, states_] of wanting) {
-    if (present.has(id)) continue;
-    const due = states_
+    // Absent: the first policy due adds it (with its value).
+    const due = wanters
       .map((state) => ({ state, taint: listed(state, id)!, at: state.sinceMs + listed(state, id)!.addOnMatchSeconds * 1000 }))
-      .sort((a, b) => a.at - b.at || (a.state.policy.name < b.state.policy.name ? -1 : 1));
+      .sort((a, b) => a.at - b.at || byName(a.state.policy, b.state.policy));
     const first = due[0];
     if (nowMs < first.at) {
       deadlines.push(first.at);
       continue;
     }
-    const added: ClusterTaint = {
-      key: first.taint.key,
-      ...(first.taint.value !== undefined && first.taint.value !== '' ? { value: first.taint.value } : {}),
-      effect: first.taint.effect,
-      timeAdded: now.toISOString(),
-      owners: states_.map((s) => s.policy.name).sort(),
-      manual: false,
+    const added = entry(id);
+    added.fresh = withValue(first.taint);
+    added.added = seedActor(first.state.policy.name, 'addOnMatchSeconds', `the policy's conditions matched for ${first.taint.addOnMatchSeconds}s`);
+    for (const state of wanters) added.seed.add(state.policy.name);
+  }
+
+  // 4. What stays, what goes, what is new.
+  const taints: ClusterTaint[] = [];
+  for (const current of entries.values()) {
+    const owners = [...new Set([...current.seed, ...current.karmada])].sort();
+    const holders = (taint: ClusterTaint): ClusterTaint => {
+      const out: ClusterTaint = { ...taint, owners };
+      if (current.karmada.size > 0) out.karmadaOwners = [...current.karmada].sort();
+      else delete out.karmadaOwners;
+      if (current.leftBy !== undefined && current.karmada.size === 0) out.leftBy = current.leftBy;
+      else delete out.leftBy;
+      return out;
     };
+    if (current.before) {
+      if (held(current)) {
+        taints.push(holders(current.before));
+        continue;
+      }
+      const by = current.removed ?? {
+        policy: current.before.owners[0] ?? '',
+        shape: 'seed' as const,
+        rule: 'noHolder' as const,
+        reason: 'no policy holds this taint',
+        conditions: [],
+      };
+      changes.push({ action: 'removed', taint: publicTaint(current.before), ...by });
+      continue;
+    }
+    if (!held(current) || !current.fresh || !current.added) continue;
+    const added = holders({ ...current.fresh, timeAdded: now.toISOString(), owners: [], manual: false });
     taints.push(added);
-    changes.push({
-      action: 'added',
-      taint: publicTaint(added),
-      policy: first.state.policy.name,
-      reason: `the policy's conditions matched for ${first.taint.addOnMatchSeconds}s`,
-      conditions: snapshot(first.state.policy.name),
-    });
+    changes.push({ action: 'added', taint: publicTaint(added), ...current.added });
   }
 
   const future = deadlines.filter((d) => d > nowMs);

@@ -8,25 +8,29 @@ import type { HostLifecycle } from './lifecycle';
 
 /**
  * The local host's timer triggers: each function runs on its 6-field NCRONTAB schedule (UTC), and each
- * occurrence runs on one host only, even when several hosts share a storage account. A lease row per timer
- * stands in for the Functions host's blob lease.
+ * occurrence runs on one host only, even when several hosts share a storage account. One lease row for
+ * all the timers (TIMER_LEADER_LEASE) stands in for the Functions host's blob lease: its holder, the timer
+ * leader, runs every timer's occurrences; the other hosts run none while it lives.
  *
- * The lease is short (TIMER_LEASE_MS) and its holder renews it every RENEW_EVERY_MS for as long as it lives,
- * between occurrences as well as during a run, so a live holder keeps its timers (no flapping, however far
- * apart the occurrences) and a dead one's lease runs out within TIMER_LEASE_MS. The other hosts try to take
- * it shortly before each occurrence (ACQUIRE_LEAD_MS), so one takes over at the first occurrence after that.
+ * The lease is short (TIMER_LEASE_MS) and the leader renews it every RENEW_EVERY_MS for as long as it lives,
+ * between occurrences as well as during runs (and while it stops, until its last run ended), so a live leader
+ * keeps the timers and a dead one's lease runs out within TIMER_LEASE_MS. A renewal is one conditional write
+ * on the ETag of the leader's last write, with no read: it fails if any host wrote the lease since. Each
+ * other host reads the lease at the latest when it runs out, and at least every TAKE_EVERY_MS (so it sees a
+ * released lease soon), and takes it once it is free: then it runs the occurrences that follow.
  *
- * One host per occurrence: a host runs an occurrence only if it held the lease, unbroken, from before the
- * occurrence until it starts the run. Each host keeps a conservative account of its own hold (from when its
- * taking the lease returned to when the lease it last wrote runs out), and two hosts' holds never overlap:
- * another host can take the lease only after the holder's last write has expired.
+ * One host per occurrence: a host runs an occurrence only if it held the lease, unbroken, from at or before
+ * the occurrence until it starts the run. Each host keeps a conservative account of its own hold (from when
+ * its taking the lease returned to when the lease it last wrote runs out), and two hosts' holds never
+ * overlap: another host can take the lease only after the holder's last write has expired, and once it has,
+ * the holder's next renewal fails (the lease's ETag changed).
  *
  * An occurrence in which the function succeeded and logged nothing is logged at debug: the pacer ticks
  * every second and is idle almost always.
  */
 
 export interface TimerRunnerOptions {
-  /** Owner of the leases: this host's id. */
+  /** Owner of the lease: this host's id. */
   hostId: string;
   leases: LeaseStore;
   log: Logger;
@@ -34,68 +38,87 @@ export interface TimerRunnerOptions {
   invoke: Invoke;
 }
 
-/** How long a timer lease lasts unless renewed: the longest a dead holder keeps the others waiting. */
+/** The one lease of the local hosts' timers. */
+export const TIMER_LEADER_LEASE = 'timers';
+/** How long the lease lasts unless renewed: the longest a dead leader keeps the others waiting. */
 export const TIMER_LEASE_MS = 3000;
-/** The holder renews that often: a renewal may be late or fail once without the lease running out. */
+/** The leader renews that often: a renewal may be late or fail once without the lease running out. */
 export const RENEW_EVERY_MS = TIMER_LEASE_MS / 3;
-/** How long before each occurrence a host tries to take (or renews) the lease, so that it holds it at the occurrence. */
-export const ACQUIRE_LEAD_MS = 250;
+/** A host without the lease reads it at least that often (and when it runs out, if sooner) to take it when free. */
+export const TAKE_EVERY_MS = 2000;
+/** The least wait between two tries to take the lease, whatever the lease row says. */
+const MIN_TAKE_WAIT_MS = 100;
 
-/** This host's hold on one timer's lease, as far as it can be sure of it. */
-class TimerLease {
+/** This host's hold on the timer leader lease, as far as it can be sure of it, kept by one loop. */
+class LeaderLease {
   /** The current unbroken hold, local clock: since when (the taking returned) and until when (at the latest). */
   private hold: { since: number; until: number } | undefined;
-  private lastAttempt = Number.NEGATIVE_INFINITY;
-  /** Lease writes one at a time: two at once from this host would conflict on the row's ETag. */
-  private queue: Promise<void> = Promise.resolve();
+  /** ETag of this host's last write of the lease, while it may hold it: its renewals are conditional on it. */
+  private etag: string | undefined;
+  private loop: Promise<void> | undefined;
   private closed = false;
-  everHeld = false;
+  private wake: (() => void) | undefined;
 
-  constructor(
-    private readonly name: string,
-    private readonly fn: string,
-    private readonly options: TimerRunnerOptions,
-  ) {}
-
-  get held(): boolean {
-    return this.hold !== undefined && Date.now() < this.hold.until;
-  }
-
-  /** When the holder renews next. */
-  get renewDueAt(): number {
-    return this.lastAttempt + RENEW_EVERY_MS;
-  }
+  constructor(private readonly options: TimerRunnerOptions) {}
 
   /** True if this host has held the lease, unbroken, from at or before `occurrence` until now. */
   covers(occurrence: number): boolean {
     return this.hold !== undefined && this.hold.since <= occurrence && Date.now() < this.hold.until;
   }
 
-  /** Takes the lease if it is free, renews it if this host holds it; never throws. */
-  renew(): Promise<void> {
-    this.queue = this.queue.then(() => this.attempt());
-    return this.queue;
+  /** Starts keeping (or trying to take) the lease, once. */
+  start(): void {
+    if (!this.closed) this.loop ??= this.keep();
   }
 
-  private async attempt(): Promise<void> {
-    if (this.closed) return;
-    const { leases, hostId, log } = this.options;
-    const started = Date.now();
-    this.lastAttempt = started;
-    let taken: boolean;
+  /** Lease writes one at a time (a second one at once would conflict on the ETag): one loop does them all. */
+  private async keep(): Promise<void> {
+    const { lifecycle } = this.options;
+    // A stopping host takes no lease; the leader keeps it until its last run ended and it releases it.
+    while (!this.closed && !(lifecycle.stopping && this.etag === undefined)) {
+      const nextAt = await this.attempt();
+      if (this.closed) return;
+      await this.pause(nextAt - Date.now());
+    }
+  }
+
+  /** Renews the lease if this host holds it, else tries to take it; never throws. Returns when to try next. */
+  private async attempt(): Promise<number> {
+    const { leases, hostId, lifecycle, log } = this.options;
     try {
-      taken = await leases.acquire(this.name, hostId, TIMER_LEASE_MS);
+      if (this.etag !== undefined) {
+        const started = Date.now();
+        const etag = await leases.renew(TIMER_LEADER_LEASE, hostId, TIMER_LEASE_MS, this.etag);
+        if (etag !== undefined) {
+          this.wrote(started, etag);
+          return started + RENEW_EVERY_MS;
+        }
+        // Written since this host's last write: another host took it once that write had run out.
+        log.debug('timer lease lost', { hostId });
+        this.hold = undefined;
+        this.etag = undefined;
+        if (lifecycle.stopping) return Date.now();
+      }
+      const started = Date.now();
+      const result = await leases.acquire(TIMER_LEADER_LEASE, hostId, TIMER_LEASE_MS);
+      if (result.taken) {
+        this.wrote(started, result.etag);
+        return started + RENEW_EVERY_MS;
+      }
+      // Held by another host: read it again when that hold runs out unless renewed, or sooner.
+      const now = Date.now();
+      return Math.min(Math.max(result.heldUntil.getTime() + 10, now + MIN_TAKE_WAIT_MS), now + TAKE_EVERY_MS);
     } catch (error) {
-      // What this host holds runs out by itself; the next attempt may succeed.
-      log.warn('timer lease check failed', { function: this.fn, ...errorFields(error) });
-      return;
+      // What this host holds runs out by itself; a failed renewal is tried again with the same ETag.
+      log.warn('timer lease check failed', { hostId, ...errorFields(error) });
+      return Date.now() + RENEW_EVERY_MS;
     }
+  }
+
+  /** Records a write of the lease by this host, begun at `started`, that returned `etag`. */
+  private wrote(started: number, etag: string): void {
     const returned = Date.now();
-    if (!taken) {
-      if (this.hold) log.debug('timer lease lost', { function: this.fn, hostId });
-      this.hold = undefined;
-      return;
-    }
+    this.etag = etag;
     // The lease runs out TIMER_LEASE_MS after the write, which came after `started`.
     const until = started + TIMER_LEASE_MS;
     if (this.hold && returned < this.hold.until) {
@@ -103,34 +126,48 @@ class TimerLease {
       this.hold.until = until;
     } else {
       this.hold = { since: returned, until };
-      this.everHeld = true;
-      log.debug('timer lease taken', { function: this.fn, hostId });
+      this.options.log.debug('timer lease taken', { hostId: this.options.hostId });
     }
   }
 
-  /** Gives the lease up (if this host still owns it) and stops renewing it. */
-  release(): Promise<void> {
-    this.queue = this.queue.then(async () => {
-      this.closed = true;
-      this.hold = undefined;
-      await this.options.leases.release(this.name, this.options.hostId).catch(() => undefined);
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      this.wake = done;
     });
-    return this.queue;
+  }
+
+  /** Stops keeping the lease and gives it up if this host holds it (one conditional delete). */
+  async release(): Promise<void> {
+    this.closed = true;
+    this.wake?.();
+    // A write in flight ends first: it would otherwise change the ETag the release goes by.
+    await this.loop;
+    const etag = this.etag;
+    this.hold = undefined;
+    this.etag = undefined;
+    if (etag !== undefined) await this.options.leases.release(TIMER_LEADER_LEASE, this.options.hostId, etag).catch(() => undefined);
   }
 }
 
 export class TimerRunner {
-  private readonly leases = new Map<string, TimerLease>();
+  private readonly leader: LeaderLease;
 
-  constructor(private readonly options: TimerRunnerOptions) {}
+  constructor(private readonly options: TimerRunnerOptions) {
+    this.leader = new LeaderLease(options);
+  }
 
-  /** Runs `fn` at each occurrence of its schedule until the host stops. */
+  /** Runs `fn` at each occurrence of its schedule while this host is the timer leader, until the host stops. */
   async run(fn: RegisteredFunction): Promise<void> {
     const { lifecycle } = this.options;
     const schedule = String(triggerOf(fn).schedule);
     if (schedule.trim().split(/\s+/).length !== 6) throw new Error(`timer ${fn.name}: schedule "${schedule}" is not a 6-field NCRONTAB expression`);
-    const lease = new TimerLease(`timer-${fn.name}`, fn.name, this.options);
-    this.leases.set(fn.name, lease);
+    this.leader.start();
     let last: Date | undefined;
     // Occurrences strictly after this one: a timer that fires a millisecond early never runs one twice.
     let after = Date.now();
@@ -139,20 +176,10 @@ export class TimerRunner {
         .next()
         .toDate();
       const at = next.getTime();
-      const tryAt = at - ACQUIRE_LEAD_MS;
-      // Until just before the occurrence; the holder renews its lease meanwhile, however long the wait.
-      for (;;) {
-        const wakeAt = lease.held ? Math.min(tryAt, lease.renewDueAt) : tryAt;
-        if (!(await lifecycle.sleep(Math.max(0, wakeAt - Date.now())))) return;
-        if (Date.now() >= tryAt) break;
-        if (lease.held) await lease.renew();
-      }
-      // Just before the occurrence the holder renews, and every other host tries to take the lease.
-      await lease.renew();
+      // The leader loop renews (or tries to take) the lease meanwhile, however long the wait.
       if (!(await lifecycle.sleep(Math.max(0, at - Date.now())))) return;
       after = at;
-      if (!lease.covers(at)) continue;
-      const renew = setInterval(() => void lease.renew(), RENEW_EVERY_MS);
+      if (!this.leader.covers(at)) continue;
       const isPastDue = Date.now() - at > 1000;
       const following = CronExpressionParser.parse(schedule, { currentDate: next, tz: 'UTC' }).next().toDate();
       const timer = { isPastDue, scheduleStatus: { last: (last ?? next).toISOString(), next: following.toISOString(), lastUpdated: new Date().toISOString() } };
@@ -160,15 +187,13 @@ export class TimerRunner {
         await lifecycle.track(this.options.invoke(fn, [timer], { trigger: 'timer', debugWhenIdle: true }));
       } catch {
         // Logged by invoke; a timer without a retry policy simply waits for its next occurrence.
-      } finally {
-        clearInterval(renew);
       }
       last = next;
     }
   }
 
-  /** Gives up every lease this host has held, so another host takes the next occurrence without waiting. */
+  /** Gives up the timer lease if this host holds it, so another host takes the timers without waiting for it to run out. */
   async releaseLeases(): Promise<void> {
-    await Promise.allSettled([...this.leases.values()].filter((lease) => lease.everHeld).map((lease) => lease.release()));
+    await this.leader.release();
   }
 }

@@ -60,11 +60,24 @@ export interface EventLog {
   list(query: EventQuery): Promise<EventRecord[]>;
 }
 
-/** A lease that one holder at a time may keep by renewing it (timer singletons). */
+/**
+ * A lease that one holder at a time may keep by renewing it (the local host's timer leader). Every write of
+ * a lease gives it a new ETag: the holder renews with the ETag of its last write, in one conditional write.
+ */
 export interface LeaseStore {
-  /** True when `owner` holds `name` until now + ttl after the call. */
-  acquire(name: string, owner: string, ttlMs: number): Promise<boolean>;
-  release(name: string, owner: string): Promise<void>;
+  /**
+   * Takes `name` for `owner` until now + ttl (after the call) if it is free, expired or already `owner`'s:
+   * `{ taken: true, etag }` of that write. Otherwise `{ taken: false, heldUntil }`: when the other owner's
+   * hold runs out unless it renews it (about now + ttl when another owner took it during this call).
+   */
+  acquire(name: string, owner: string, ttlMs: number): Promise<{ taken: true; etag: string } | { taken: false; heldUntil: Date }>;
+  /**
+   * Extends `owner`'s hold to now + ttl (after the call) with one conditional write, unless the lease was
+   * written (taken, released) since the write that returned `etag`: the new ETag, or undefined if it was.
+   */
+  renew(name: string, owner: string, ttlMs: number, etag: string): Promise<string | undefined>;
+  /** Gives `name` up if `owner` holds it; with the ETag of `owner`'s last write, in one request. */
+  release(name: string, owner: string, etag?: string): Promise<void>;
 }
 
 export interface SendOptions {

@@ -10,6 +10,7 @@ export const TABLES = {
   bindings: 'bindings',
   ledger: 'ledger',
   propagationPolicies: 'propagationpolicies',
+  templates: 'resourcetemplates',
 } as const;
 
 // A string property holds at most 32 Ki UTF-16 units; documents are split into chunks below that.
@@ -172,42 +173,83 @@ export class TableEventLog implements EventLog {
 /** Namespaced names ("ns/name") hold a "/", which a partition key may not: it becomes ":". */
 const eventPartition = (kind: string, name: string) => `${kind}_${name.replaceAll('/', ':')}`;
 
-/** Leases as rows: whoever writes the row with the current ETag holds it until `expiresAt`. */
+/**
+ * Leases as rows: whoever writes the row with the current ETag holds it until `expiresAt`. Taking a lease
+ * reads the row, then writes it conditionally on the ETag read; renewing and releasing it are one
+ * conditional request each, on the ETag of the holder's last write.
+ */
 export class TableLeaseStore implements LeaseStore {
   constructor(
     private readonly client: TableClient,
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  async acquire(name: string, owner: string, ttlMs: number): Promise<boolean> {
+  async acquire(name: string, owner: string, ttlMs: number): Promise<{ taken: true; etag: string } | { taken: false; heldUntil: Date }> {
     const expiresAt = new Date(this.now().getTime() + ttlMs).toISOString();
+    // `write` names this write, so that a re-read tells it apart from any other (a retry's 409 or 412).
+    const write = crypto.randomUUID();
+    const row = { partitionKey: 'lease', rowKey: name, owner, expiresAt, write };
     try {
-      const current = await this.client.getEntity<{ owner: string; expiresAt: string }>('lease', name);
-      const free = current.owner === owner || new Date(current.expiresAt).getTime() <= this.now().getTime();
-      if (!free) return false;
-      await this.client.updateEntity({ partitionKey: 'lease', rowKey: name, owner, expiresAt }, 'Replace', { etag: current.etag });
-      return true;
+      const current = await this.read(name);
+      if (current) {
+        const heldUntil = new Date(current.expiresAt);
+        if (current.owner !== owner && heldUntil.getTime() > this.now().getTime()) return { taken: false, heldUntil };
+        return { taken: true, etag: String((await this.client.updateEntity(row, 'Replace', { etag: current.etag })).etag) };
+      }
+      return { taken: true, etag: String((await this.client.createEntity(row)).etag) };
     } catch (error) {
       const status = statusOf(error);
-      if (status === 412) return false;
-      if (status !== 404) throw error;
+      if (status !== 409 && status !== 412 && status !== 404) throw error;
     }
-    try {
-      await this.client.createEntity({ partitionKey: 'lease', rowKey: name, owner, expiresAt });
-      return true;
-    } catch (error) {
-      if (statusOf(error) === 409) return false;
-      throw error;
-    }
+    // Another owner wrote (or deleted) the row since it was read, or a retry of this very write found it done.
+    const current = await this.read(name);
+    if (current?.write === write) return { taken: true, etag: current.etag };
+    // No row: released meanwhile, free now.
+    return { taken: false, heldUntil: current ? new Date(current.expiresAt) : this.now() };
   }
 
-  async release(name: string, owner: string): Promise<void> {
+  async renew(name: string, owner: string, ttlMs: number, etag: string): Promise<string | undefined> {
+    const expiresAt = new Date(this.now().getTime() + ttlMs).toISOString();
+    const write = crypto.randomUUID();
     try {
-      const current = await this.client.getEntity<{ owner: string }>('lease', name);
-      if (current.owner === owner) await this.client.deleteEntity('lease', name, { etag: current.etag });
+      const response = await this.client.updateEntity({ partitionKey: 'lease', rowKey: name, owner, expiresAt, write }, 'Replace', { etag });
+      return String(response.etag);
+    } catch (error) {
+      const status = statusOf(error);
+      if (status === 404) return undefined;
+      if (status !== 412) throw error;
+    }
+    // Written since: by another owner, or by a retry of this very write (then the row is this write).
+    const current = await this.read(name);
+    return current?.write === write ? current.etag : undefined;
+  }
+
+  async release(name: string, owner: string, etag?: string): Promise<void> {
+    try {
+      if (etag !== undefined) {
+        try {
+          await this.client.deleteEntity('lease', name, { etag });
+          return;
+        } catch (error) {
+          // Written since that write: whoever wrote it last is found below.
+          if (statusOf(error) !== 412) throw error;
+        }
+      }
+      const current = await this.read(name);
+      if (current?.owner === owner) await this.client.deleteEntity('lease', name, { etag: current.etag });
     } catch (error) {
       const status = statusOf(error);
       if (status !== 404 && status !== 412) throw error;
+    }
+  }
+
+  private async read(name: string): Promise<{ owner: string; expiresAt: string; write?: string; etag: string } | undefined> {
+    try {
+      const entity = await this.client.getEntity<{ owner: string; expiresAt: string; write?: string }>('lease', name);
+      return { owner: entity.owner, expiresAt: entity.expiresAt, write: entity.write, etag: String(entity.etag) };
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
     }
   }
 }

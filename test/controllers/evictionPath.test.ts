@@ -159,3 +159,25 @@ describe('eviction worker outcomes', () => {
     for (const n of names) expect((await m.bindings.get(`rb:default:${n}`))!.value.spec.gracefulEvictionTasks).toHaveLength(1);
   });
 });
+
+describe('seed 002: failover.cluster.gracePeriodSeconds', () => {
+  it('gives the graceful-eviction task the grace period the decision froze', async () => {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '10' });
+    await fleet(m, [
+      cluster('m1', true),
+      cluster('m2'),
+      binding('web', ['m1'], {
+        placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } },
+        failover: { cluster: { purgeMode: 'Graciously', gracePeriodSeconds: 100, tolerationSeconds: 0 } },
+      }),
+    ]);
+    await manageCluster(m.plane, 'm1');
+    const queued: EvictionMessage[] = [];
+    const ran = [];
+    for (let tick = 0; tick < 5 && ran.length === 0; tick++) ran.push(...(await second(m, queued)));
+    expect(ran.map((r) => r.outcome)).toEqual(['evicted']);
+    expect((await m.bindings.get('rb:default:web'))!.value.spec.gracefulEvictionTasks).toMatchObject([
+      { fromCluster: 'm1', purgeMode: 'Gracefully', gracePeriodSeconds: 100 },
+    ]);
+  });
+});

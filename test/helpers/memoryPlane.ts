@@ -8,7 +8,7 @@ import type {
   TaintEvaluationMessage,
   TaintManagerMessage,
 } from '../../shared/controllers/ports';
-import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord } from '../../shared/controllers/records';
+import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from '../../shared/controllers/records';
 import { MemoryDocumentStore, MemoryEventLog, MemoryLedger, MemoryMessageQueue } from '../../shared/store/memory';
 import { silentLogger } from '../../shared/telemetry/log';
 import { FailoverMetrics } from '../../shared/telemetry/metrics';
@@ -23,6 +23,7 @@ export function memoryPlane(settings: Record<string, string> = {}, start = '2026
     events: new MemoryEventLog(),
     bindings: new MemoryDocumentStore<BindingRecord>(),
     propagationPolicies: new MemoryDocumentStore<PropagationPolicyRecord>(),
+    templates: new MemoryDocumentStore<TemplateRecord>(),
     ledger: new MemoryLedger(),
     evaluations: new MemoryMessageQueue<TaintEvaluationMessage>(now),
     taintManager: new MemoryMessageQueue<TaintManagerMessage>(now),

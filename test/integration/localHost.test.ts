@@ -5,7 +5,7 @@ installFunctionsCore();
 import { app, InvocationContext } from '@azure/functions';
 import { LocalFunctionsHost } from '../../shared/local/host';
 import type { HostSettings } from '../../shared/local/hostJson';
-import { ACQUIRE_LEAD_MS, TIMER_LEASE_MS } from '../../shared/local/timerRunner';
+import { RENEW_EVERY_MS, TAKE_EVERY_MS, TIMER_LEASE_MS } from '../../shared/local/timerRunner';
 import { encodeMessage } from '../../shared/queue/encoding';
 import type { LeaseStore } from '../../shared/store/ports';
 import { TableLeaseStore, TABLES } from '../../shared/store/tableStorage';
@@ -192,12 +192,12 @@ describe('timer triggers', () => {
 });
 
 describe('timer leases', () => {
-  it('stay with a live holder, and pass to another host within seconds when the holder dies without releasing them', async () => {
+  /** Two timers (every second, every 4 s) and hosts that run them, each recording who ran what. */
+  function timersOnHosts() {
     const everySecond = `handover${Date.now()}`;
     const everyFour = `sparse${Date.now()}`;
     app.timer(everySecond, { schedule: '* * * * * *', handler: async () => {} });
     app.timer(everyFour, { schedule: '*/4 * * * * *', handler: async () => {} });
-    // Both hosts run the same functions (same names, so the same leases); each records who ran what.
     const runs: Array<{ fn: string; host: string; at: number; following: number }> = [];
     const on = (host: string) =>
       testFunctions(everySecond, everyFour).map((fn) => ({
@@ -209,43 +209,104 @@ describe('timer leases', () => {
         },
       }));
     const ran = (fn: string, host?: string) => runs.filter((r) => r.fn === fn && (host === undefined || r.host === host));
-    // Host a's storage can be cut off: it then neither renews nor releases, as a killed process.
-    const table = new TableLeaseStore(env.storage.table(TABLES.leases));
-    let dead = false;
-    const aLeases: LeaseStore = {
-      acquire: (name, owner, ttlMs) => (dead ? Promise.reject(new Error('host a is gone')) : table.acquire(name, owner, ttlMs)),
-      release: async (name, owner) => {
-        if (!dead) await table.release(name, owner);
-      },
+    /** A host whose lease calls are counted, and whose storage `kill` cuts off: it then neither renews nor releases, as a killed process. */
+    const host = (name: string) => {
+      const table = new TableLeaseStore(env.storage.table(TABLES.leases));
+      const calls = { acquire: 0, renew: 0, release: 0 };
+      let dead = false;
+      const gone = () => Promise.reject(new Error(`host ${name} is gone`));
+      const leases: LeaseStore = {
+        acquire: (...args) => {
+          calls.acquire++;
+          return dead ? gone() : table.acquire(...args);
+        },
+        renew: (...args) => {
+          calls.renew++;
+          return dead ? gone() : table.renew(...args);
+        },
+        release: async (...args) => {
+          calls.release++;
+          if (!dead) await table.release(...args);
+        },
+      };
+      return {
+        host: newHost(on(name), {}, silentLogger, leases),
+        calls,
+        kill: () => {
+          dead = true;
+        },
+      };
     };
-    const a = newHost(on('a'), {}, silentLogger, aLeases);
-    const b = newHost(on('b'));
+    return { everySecond, everyFour, runs, ran, host };
+  }
+
+  it('stay with a live leader, at about one request a second, and pass to another host within seconds when it dies without releasing them', async () => {
+    const { everySecond, everyFour, runs, ran, host } = timersOnHosts();
+    const a = host('a');
+    const b = host('b');
     try {
-      await a.start();
+      await a.host.start();
       await until(() => ran(everySecond, 'a').length >= 2);
-      await b.start();
-      // A live holder keeps both leases, also across the 4 s between two runs of the sparse timer (longer
+      await b.host.start();
+      // A live leader keeps the lease, also across the 4 s between two runs of the sparse timer (longer
       // than the lease itself): b runs nothing.
       const bStarted = Date.now();
+      const before = { ...a.calls };
       await until(() => ran(everyFour, 'a').filter((r) => r.at > bStarted).length >= 2, 12_000);
       expect(runs.filter((r) => r.host === 'b')).toEqual([]);
+      // Idle cost: the leader renews once a second (one write, no read); the standby reads it every TAKE_EVERY_MS.
+      const seconds = (Date.now() - bStarted) / 1000;
+      const leader = a.calls.renew - before.renew + a.calls.acquire - before.acquire;
+      console.log(
+        `timer lease calls over ${seconds.toFixed(1)} s: leader ${(leader / seconds).toFixed(2)}/s, standby ${(b.calls.acquire / seconds).toFixed(2)}/s`,
+      );
+      expect(a.calls.acquire).toBe(before.acquire);
+      expect(leader).toBeLessThanOrEqual(Math.ceil((seconds * 1000) / RENEW_EVERY_MS) + 1);
+      expect(b.calls.acquire).toBeLessThanOrEqual(Math.ceil((seconds * 1000) / TAKE_EVERY_MS) + 1);
+      expect(b.calls.renew).toBe(0);
 
-      dead = true;
+      a.kill();
       const killed = Date.now();
-      await a.stop();
+      await a.host.stop();
       await until(() => ran(everySecond, 'b').length >= 3, 10_000);
       const handoverMs = ran(everySecond, 'b')[0].at - killed;
-      console.log(`timer lease handover after the holder died: ${handoverMs} ms`);
-      // The lease runs out at most TIMER_LEASE_MS after a's last renewal; b takes it just before the next occurrence.
-      expect(handoverMs).toBeLessThanOrEqual(TIMER_LEASE_MS + 1000 + ACQUIRE_LEAD_MS + 500);
-      expect(handoverMs).toBeLessThanOrEqual(5000);
-      // Then b runs every occurrence, and no occurrence ran twice.
+      console.log(`timer lease handover after the leader died: ${handoverMs} ms`);
+      // The lease runs out at most TIMER_LEASE_MS after a's last renewal; b reads it when it runs out and
+      // takes it, then runs the next occurrence.
+      expect(handoverMs).toBeLessThanOrEqual(TIMER_LEASE_MS + 1000 + 500);
+      // Then b runs every occurrence of both timers, and no occurrence ran twice.
       const taken = ran(everySecond, 'b').map((r) => r.following);
       expect([taken[1] - taken[0], taken[2] - taken[1]]).toEqual([1000, 1000]);
+      for (const fn of [everySecond, everyFour]) {
+        const occurrences = ran(fn).map((r) => r.following);
+        expect(new Set(occurrences).size).toBe(occurrences.length);
+      }
+    } finally {
+      await Promise.all([a.host.stop(), b.host.stop()]);
+    }
+  }, 30_000);
+
+  it('pass to another host sooner when the leader stops and releases them', async () => {
+    const { everySecond, ran, host } = timersOnHosts();
+    const a = host('a');
+    const b = host('b');
+    try {
+      await a.host.start();
+      await until(() => ran(everySecond, 'a').length >= 1);
+      await b.host.start();
+      await until(() => ran(everySecond, 'a').length >= 3);
+      const stopped = Date.now();
+      await a.host.stop();
+      expect(a.calls.release).toBe(1);
+      await until(() => ran(everySecond, 'b').length >= 2, 10_000);
+      const handoverMs = ran(everySecond, 'b')[0].at - stopped;
+      console.log(`timer lease handover after the leader stopped: ${handoverMs} ms`);
+      // b reads the lease at least every TAKE_EVERY_MS, takes it once released, then runs the next occurrence.
+      expect(handoverMs).toBeLessThanOrEqual(TAKE_EVERY_MS + 1000 + 500);
       const occurrences = ran(everySecond).map((r) => r.following);
       expect(new Set(occurrences).size).toBe(occurrences.length);
     } finally {
-      await Promise.all([a.stop(), b.stop()]);
+      await Promise.all([a.host.stop(), b.host.stop()]);
     }
   }, 30_000);
 });

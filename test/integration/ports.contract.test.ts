@@ -244,18 +244,52 @@ const leaseStore: Case[] = [
     async (s) => {
       let now = Date.parse('2026-01-01T00:00:00.000Z');
       const leases = await s.leases(() => new Date(now));
-      expect(await leases.acquire('pacer', 'a', 10_000)).toBe(true);
-      expect(await leases.acquire('pacer', 'b', 10_000)).toBe(false);
+      expect(await leases.acquire('pacer', 'a', 10_000)).toEqual({ taken: true, etag: expect.any(String) });
+      expect(await leases.acquire('pacer', 'b', 10_000)).toEqual({ taken: false, heldUntil: new Date(now + 10_000) });
       now += 5_000;
-      expect(await leases.acquire('pacer', 'a', 10_000)).toBe(true);
+      expect(await leases.acquire('pacer', 'a', 10_000)).toMatchObject({ taken: true });
       now += 9_999;
-      expect(await leases.acquire('pacer', 'b', 10_000)).toBe(false);
+      expect(await leases.acquire('pacer', 'b', 10_000)).toEqual({ taken: false, heldUntil: new Date(now + 1) });
       now += 1;
-      expect(await leases.acquire('pacer', 'b', 10_000)).toBe(true);
+      expect(await leases.acquire('pacer', 'b', 10_000)).toMatchObject({ taken: true });
       await leases.release('pacer', 'a');
-      expect(await leases.acquire('pacer', 'a', 10_000)).toBe(false);
+      expect(await leases.acquire('pacer', 'a', 10_000)).toMatchObject({ taken: false });
       await leases.release('pacer', 'b');
-      expect(await leases.acquire('pacer', 'a', 10_000)).toBe(true);
+      expect(await leases.acquire('pacer', 'a', 10_000)).toMatchObject({ taken: true });
+    },
+  ],
+  [
+    "renewed on the ETag of the holder's last write, until another owner writes it; released on that ETag",
+    async (s) => {
+      let now = Date.parse('2026-01-01T00:00:00.000Z');
+      const leases = await s.leases(() => new Date(now));
+      const taken = await leases.acquire('timers', 'a', 3000);
+      if (!taken.taken) throw new Error('not taken');
+      now += 1000;
+      const renewed = await leases.renew('timers', 'a', 3000, taken.etag);
+      expect(renewed).toEqual(expect.any(String));
+      expect(renewed).not.toBe(taken.etag);
+      // Only the last write's ETag renews it.
+      expect(await leases.renew('timers', 'a', 3000, taken.etag)).toBeUndefined();
+      now += 2999;
+      expect(await leases.acquire('timers', 'b', 3000)).toEqual({ taken: false, heldUntil: new Date(now + 1) });
+      // Run out, but written by no one since: the holder's renewal still goes through.
+      now += 1000;
+      const late = await leases.renew('timers', 'a', 3000, renewed!);
+      expect(late).toEqual(expect.any(String));
+      expect(await leases.acquire('timers', 'b', 3000)).toEqual({ taken: false, heldUntil: new Date(now + 3000) });
+      // Once another owner took it, the former holder's renewal fails, and its release leaves the lease alone.
+      now += 3000;
+      const b = await leases.acquire('timers', 'b', 3000);
+      if (!b.taken) throw new Error('not taken');
+      expect(await leases.renew('timers', 'a', 3000, late!)).toBeUndefined();
+      await leases.release('timers', 'a', late);
+      expect(await leases.acquire('timers', 'c', 3000)).toMatchObject({ taken: false });
+      // The holder's release on its ETag frees it at once; a released lease is not renewed.
+      await leases.release('timers', 'b', b.etag);
+      expect(await leases.renew('timers', 'b', 3000, b.etag)).toBeUndefined();
+      expect(await leases.acquire('timers', 'c', 3000)).toMatchObject({ taken: true });
+      expect(await leases.renew('timers', 'b', 3000, b.etag)).toBeUndefined();
     },
   ],
 ];

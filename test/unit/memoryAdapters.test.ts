@@ -206,13 +206,17 @@ describe('MemoryLeaseStore', () => {
   it('uses the injected clock for the ttl', async () => {
     const clock = new ManualClock('2026-01-01T00:00:00.000Z');
     const leases = new MemoryLeaseStore(() => clock.now());
-    expect(await leases.acquire('resync', 'a', 1000)).toBe(true);
+    const a = await leases.acquire('resync', 'a', 1000);
+    expect(a).toMatchObject({ taken: true });
     expect(leases.holder('resync')).toBe('a');
-    expect(await leases.acquire('resync', 'b', 1000)).toBe(false);
+    expect(await leases.acquire('resync', 'b', 1000)).toEqual({ taken: false, heldUntil: new Date('2026-01-01T00:00:01.000Z') });
     clock.advance(1000);
     expect(leases.holder('resync')).toBeUndefined();
-    expect(await leases.acquire('resync', 'b', 1000)).toBe(true);
+    expect(await leases.acquire('resync', 'b', 1000)).toMatchObject({ taken: true });
     await leases.release('resync', 'a');
+    expect(leases.holder('resync')).toBe('b');
+    // a's last write was overwritten by b's: its ETag renews nothing.
+    if (a.taken) expect(await leases.renew('resync', 'a', 1000, a.etag)).toBeUndefined();
     expect(leases.holder('resync')).toBe('b');
   });
 });

@@ -162,3 +162,96 @@ describe('evictFromPlacement', () => {
     expect(spec).toEqual(before); // pure: the input is not changed
   });
 });
+
+describe('evictFromPlacement with statePreservation', () => {
+  const rules = [
+    { aliasLabelName: 'failover.example.com/job-id', jsonPath: '{.jobId}' },
+    { aliasLabelName: 'checkpoint', jsonPath: '{.checkpoint.path}@{.checkpoint.epoch}' },
+  ];
+  const status = { jobId: 'job-42', checkpoint: { path: 's3://ckpt/7', epoch: 7 } };
+  const twoPlaced: Spec = {
+    replicas: 1,
+    clusters: [
+      { name: 'm1', replicas: 1 },
+      { name: 'm2', replicas: 1 },
+    ],
+  };
+  const cases: Array<{
+    name: string;
+    spec: Spec;
+    options: EvictionTaskOptions;
+    task: Partial<GracefulEvictionTask> | undefined;
+    missed: Array<{ aliasLabelName: string; why: RegExp }>;
+    unpreserved?: boolean;
+  }> = [
+    {
+      name: 'taint manager: every rule found, the task keeps the values and the placement before the eviction',
+      spec: twoPlaced,
+      options: { ...taint, statePreservation: { rules, status } },
+      task: {
+        preservedLabelState: { 'failover.example.com/job-id': 'job-42', checkpoint: 's3://ckpt/7@7' },
+        clustersBeforeFailover: ['m1', 'm2'],
+      },
+      missed: [],
+    },
+    {
+      name: 'application failover: the same, beside the purge mode fields',
+      spec: twoPlaced,
+      options: { ...appFailure('Never'), statePreservation: { rules: rules.slice(0, 1), status } },
+      task: { suppressDeletion: true, preservedLabelState: { 'failover.example.com/job-id': 'job-42' }, clustersBeforeFailover: ['m1', 'm2'] },
+      missed: [],
+    },
+    {
+      name: 'a rule that finds nothing is returned, the others are kept',
+      spec: twoPlaced,
+      options: { ...taint, statePreservation: { rules, status: { jobId: 'job-42' } } },
+      task: { preservedLabelState: { 'failover.example.com/job-id': 'job-42' }, clustersBeforeFailover: ['m1', 'm2'] },
+      missed: [{ aliasLabelName: 'checkpoint', why: /\{\.checkpoint\.path\} found nothing in the status/ }],
+    },
+    {
+      name: 'no status collected from the cluster: every rule is returned, the eviction goes ahead',
+      spec: twoPlaced,
+      options: { ...taint, statePreservation: { rules } },
+      task: { preservedLabelState: {}, clustersBeforeFailover: ['m1', 'm2'] },
+      missed: [
+        { aliasLabelName: 'failover.example.com/job-id', why: /no status was collected/ },
+        { aliasLabelName: 'checkpoint', why: /no status was collected/ },
+      ],
+    },
+    {
+      name: 'no rules: neither field is written (as Karmada without rules)',
+      spec: twoPlaced,
+      options: { ...taint, statePreservation: { rules: [], status } },
+      task: { fromCluster: 'm1' },
+      missed: [],
+      unpreserved: true,
+    },
+    {
+      name: 'an existing task is kept as it is: nothing is evaluated',
+      spec: { ...twoPlaced, gracefulEvictionTasks: [oldTask] },
+      options: { ...taint, statePreservation: { rules, status: {} } },
+      task: oldTask,
+      missed: [],
+    },
+    {
+      name: 'a cluster not in the placement: nothing is evaluated',
+      spec: { clusters: [{ name: 'm2', replicas: 1 }] },
+      options: { ...taint, statePreservation: { rules, status: {} } },
+      task: undefined,
+      missed: [],
+    },
+  ];
+  it.each(cases)('$name', ({ spec, options, task, missed, unpreserved }) => {
+    const before = structuredClone(spec);
+    const result = evictFromPlacement(spec, 'm1', options, NOW);
+    if (task === undefined) expect(result.task).toBeUndefined();
+    else expect(result.task).toMatchObject(task);
+    if (unpreserved) {
+      expect(result.task).not.toHaveProperty('preservedLabelState');
+      expect(result.task).not.toHaveProperty('clustersBeforeFailover');
+    }
+    expect(result.missedRules.map((m) => m.aliasLabelName)).toEqual(missed.map((m) => m.aliasLabelName));
+    result.missedRules.forEach((m, i) => expect(m.why).toMatch(missed[i].why));
+    expect(spec).toEqual(before);
+  });
+});

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { preScheduleCheck } from '../../shared/failover/precheck';
 import { divide, schedule, SchedulableCluster } from '../../shared/failover/scheduler';
 
 const healthy = (name: string, labels: Record<string, string> = {}): SchedulableCluster => ({ name, labels, taints: [] });
@@ -187,5 +188,186 @@ describe('determinism', () => {
       names.map((name, i) => ({ name, weight: ws[i] })),
     );
     expect(names.map((n) => result.find((r) => r.name === n)?.replicas ?? 0)).toEqual(expected);
+  });
+});
+
+describe('a cluster the binding just left is not chosen straight back', () => {
+  const taintAdded = '2026-01-01T00:00:00.000Z';
+  const noExecute = (name: string): SchedulableCluster => ({
+    name,
+    labels: {},
+    taints: [{ key: 'cluster.karmada.io/not-ready', effect: 'NoExecute' }],
+  });
+  const for6s = [{ key: 'cluster.karmada.io/not-ready', operator: 'Exists' as const, effect: 'NoExecute' as const, tolerationSeconds: 6 }];
+  const forever = [{ key: 'cluster.karmada.io/not-ready', operator: 'Exists' as const, effect: 'NoExecute' as const }];
+  // The issue's binding: Duplicated, affinity [c01, c12], one cluster.
+  const placement = (tolerations: typeof for6s | typeof forever | [] = for6s) => ({
+    clusterAffinity: { clusterNames: ['c01', 'c12'] },
+    clusterTolerations: tolerations,
+    spreadConstraints: [{ spreadByField: 'cluster' as const, maxGroups: 1 }],
+    replicaScheduling: { replicaSchedulingType: 'Duplicated' as const },
+  });
+  const taskOn = (cluster: string) => [{ fromCluster: cluster, reason: 'TaintUntolerated', producer: 'TaintManager', creationTimestamp: taintAdded }];
+
+  const cases: Array<{
+    name: string;
+    input: Parameters<typeof schedule>[0];
+    clusters: string[] | null;
+    rejected?: Record<string, string>;
+  }> = [
+    {
+      name: '(issue) evicted from c01 after a 6 s toleration, its NoExecute taint still there: placed on c12, not back on c01',
+      input: { replicas: 1, placement: placement(), current: [], clusters: [noExecute('c01'), healthy('c12')], gracefulEvictionTasks: taskOn('c01') },
+      clusters: ['c12'],
+    },
+    {
+      name: '(a) without the task too: a NoExecute taint tolerated only for a time keeps a new placement off',
+      input: { replicas: 1, placement: placement(), current: [], clusters: [noExecute('c01'), healthy('c12')] },
+      clusters: ['c12'],
+      rejected: { c01: 'has taint cluster.karmada.io/not-ready:NoExecute, tolerated only for 6s' },
+    },
+    {
+      name: '(a) tolerationSeconds 0 counts as a time too',
+      input: {
+        replicas: 1,
+        placement: placement([{ ...for6s[0], tolerationSeconds: 0 }]),
+        current: [],
+        clusters: [noExecute('c01'), healthy('c12')],
+      },
+      clusters: ['c12'],
+    },
+    {
+      name: '(a) a NoExecute taint tolerated without a time limit does not keep it off',
+      input: { replicas: 1, placement: placement(forever), current: [], clusters: [noExecute('c01'), healthy('c12')] },
+      clusters: ['c01'],
+    },
+    {
+      name: '(a) the first toleration that tolerates the taint is the one used (forever, then 6 s): schedulable',
+      input: { replicas: 1, placement: placement([...forever, ...for6s]), current: [], clusters: [noExecute('c01'), healthy('c12')] },
+      clusters: ['c01'],
+    },
+    {
+      name: '(a) only that cluster left: no fit, and the placement is kept as it is',
+      input: { replicas: 1, placement: placement(), current: [], clusters: [noExecute('c01'), noExecute('c12')] },
+      clusters: null,
+      rejected: {
+        c01: 'has taint cluster.karmada.io/not-ready:NoExecute, tolerated only for 6s',
+        c12: 'has taint cluster.karmada.io/not-ready:NoExecute, tolerated only for 6s',
+      },
+    },
+    {
+      name: '(TaintToleration) a cluster still placed is kept whatever its taints; it leaves by its own paced eviction',
+      input: { replicas: 1, placement: placement(), current: [{ name: 'c01', replicas: 1 }], clusters: [noExecute('c01'), healthy('c12')] },
+      clusters: ['c01'],
+    },
+    {
+      name: '(b) recovered but still in gracefulEvictionTasks: not chosen until the task is dropped',
+      input: { replicas: 1, placement: placement(), current: [], clusters: [healthy('c01'), healthy('c12')], gracefulEvictionTasks: taskOn('c01') },
+      clusters: ['c12'],
+      rejected: { c01: 'is in the process of eviction (it has a graceful-eviction task)' },
+    },
+    {
+      name: '(b) nowhere else to go: no fit rather than back onto the evicting cluster',
+      input: {
+        replicas: 1,
+        placement: placement(),
+        current: [],
+        clusters: [healthy('c01'), healthy('c12')],
+        gracefulEvictionTasks: [...taskOn('c01'), ...taskOn('c12')],
+      },
+      clusters: null,
+      rejected: {
+        c01: 'is in the process of eviction (it has a graceful-eviction task)',
+        c12: 'is in the process of eviction (it has a graceful-eviction task)',
+      },
+    },
+    {
+      name: '(b) once the task is dropped it may be chosen again',
+      input: { replicas: 1, placement: placement(), current: [], clusters: [healthy('c01'), healthy('c12')], gracefulEvictionTasks: [] },
+      clusters: ['c01'],
+    },
+    {
+      name: '(b) a cluster still placed that also has a task (applied by hand) is kept',
+      input: {
+        replicas: 1,
+        placement: placement(),
+        current: [{ name: 'c01', replicas: 1 }],
+        clusters: [healthy('c01'), healthy('c12')],
+        gracefulEvictionTasks: taskOn('c01'),
+      },
+      clusters: ['c01'],
+    },
+    {
+      name: '(b) Divided re-division skips the evicting cluster',
+      input: {
+        replicas: 4,
+        placement: { clusterAffinity: { clusterNames: ['c01', 'c02', 'c03'] }, replicaScheduling: { replicaSchedulingType: 'Divided' } },
+        current: [{ name: 'c02', replicas: 2 }],
+        clusters: [healthy('c01'), healthy('c02'), healthy('c03')],
+        gracefulEvictionTasks: taskOn('c01'),
+      },
+      clusters: ['c02', 'c03'],
+    },
+  ];
+  it.each(cases)('$name', ({ input, clusters, rejected }) => {
+    const result = schedule(input);
+    if (clusters === null) {
+      expect(result.ok).toBe(false);
+      expect(result.clusters).toEqual(input.current.map((c) => ({ name: c.name, replicas: c.replicas ?? input.replicas })));
+    } else {
+      expect(result.ok).toBe(true);
+      expect(result.clusters.map((c) => c.name)).toEqual(clusters);
+    }
+    if (rejected) {
+      // A placement that succeeds names no rejections: ask again with only the rejected clusters.
+      const check = result.ok ? schedule({ ...input, clusters: input.clusters.filter((c) => c.name in rejected) }) : result;
+      expect(check.ok === false && check.rejected).toEqual(rejected);
+    }
+  });
+});
+
+describe('the pre-scheduling check counts what the scheduler would choose', () => {
+  const noExecute: SchedulableCluster = { name: 'm2', labels: {}, taints: [{ key: 'k', effect: 'NoExecute' }] };
+  const cases: Array<{ name: string; input: Parameters<typeof preScheduleCheck>[0]; ok: boolean }> = [
+    {
+      name: 'another cluster with a NoExecute taint tolerated only for a time is no place to go',
+      input: {
+        placement: { clusterTolerations: [{ key: 'k', operator: 'Exists', tolerationSeconds: 60 }] },
+        placedOn: ['m1'],
+        evictFrom: 'm1',
+        clusters: [healthy('m1'), noExecute],
+      },
+      ok: false,
+    },
+    {
+      name: 'tolerated for ever, it is',
+      input: { placement: { clusterTolerations: [{ key: 'k', operator: 'Exists' }] }, placedOn: ['m1'], evictFrom: 'm1', clusters: [healthy('m1'), noExecute] },
+      ok: true,
+    },
+    {
+      name: 'a cluster with a graceful-eviction task is no place to go',
+      input: {
+        placement: undefined,
+        placedOn: ['m1'],
+        evictFrom: 'm1',
+        clusters: [healthy('m1'), healthy('m2')],
+        gracefulEvictionTasks: [{ fromCluster: 'm2' }],
+      },
+      ok: false,
+    },
+    {
+      name: 'unless the binding is still placed on it (Divided keeps it)',
+      input: {
+        placement: { replicaScheduling: { replicaSchedulingType: 'Divided' } },
+        placedOn: ['m1', 'm2'],
+        evictFrom: 'm1',
+        clusters: [healthy('m1'), healthy('m2')],
+        gracefulEvictionTasks: [{ fromCluster: 'm2' }],
+      },
+      ok: true,
+    },
+  ];
+  it.each(cases)('$name', ({ input, ok }) => {
+    expect(preScheduleCheck(input).ok).toBe(ok);
   });
 });

@@ -45,7 +45,10 @@ describe('apply decoding', () => {
 
   it('fills the window defaults (300 s add, 180 s remove)', () => {
     const [policy] = applyYaml(SEED_POLICY.replace('    addOnMatchSeconds: 300\n    removeOnMismatchSeconds: 180\n', ''));
-    expect(policy.kind === 'ClusterTaintPolicy' && policy.object.spec.taintsToAdd[0]).toMatchObject({ addOnMatchSeconds: 300, removeOnMismatchSeconds: 180 });
+    expect(policy.kind === 'ClusterTaintPolicy' && 'taintsToAdd' in policy.object.spec && policy.object.spec.taintsToAdd[0]).toMatchObject({
+      addOnMatchSeconds: 300,
+      removeOnMismatchSeconds: 180,
+    });
   });
 
   it('accepts several YAML documents, a JSON array and a List', () => {
@@ -62,9 +65,15 @@ describe('apply decoding', () => {
       errors: [{ path: 'spec.taintsToAdd[0].addOnMatchSecond', message: 'unknown field; did you mean "addOnMatchSeconds"?' }],
     },
     {
-      name: "Karmada's merged spelling targetClusters",
+      name: "Karmada's spelling targetClusters mixed into a seed-shape policy",
       edit: (y) => y.replace('  targetCluster:', '  targetClusters:'),
-      errors: [{ path: 'spec.targetClusters', message: 'unknown field; did you mean "targetCluster"?' }],
+      errors: [
+        {
+          path: 'spec.targetClusters',
+          message:
+            'Karmada-shape field "targetClusters" cannot be mixed with seed-shape fields "matchConditions", "taintsToAdd"; a policy uses one shape (the seed shape spells it "targetCluster")',
+        },
+      ],
     },
     {
       name: 'an effect outside the three',

@@ -5,8 +5,8 @@ import type { EventRecord, Versioned } from '../../store/ports';
 import { annotate, ATTR } from '../../telemetry/tracing';
 import type { ControlPlane } from '../ports';
 import { ClusterRecord, clusterFacts, PolicyRecord, taintPolicy } from '../records';
-import { taintChangeEvent } from './events';
-import { loadTaintPolicies } from './reads';
+import { taintChangeEvent, taintPolicyActionEvent } from './events';
+import { forgetFleet, loadTaintPolicies } from './reads';
 
 /**
  * Seconds before a deadline at which a delayed evaluation message becomes visible. It covers the queue's
@@ -45,6 +45,7 @@ export async function updateCluster<R>(
   let taintPolicies: ReturnType<typeof taintPolicy>[] | undefined = policies?.map(taintPolicy);
   let schedule: Date | undefined;
   let faultyChanged = false;
+  let fleetChanged = false;
   const outcome = await mutate<ClusterRecord, Written<R>>(
     plane.clusters,
     name,
@@ -64,23 +65,41 @@ export async function updateCluster<R>(
         schedule = evaluation.nextDeadline;
       }
       faultyChanged = faultyIds(current?.value.taints ?? []) !== faultyIds(next.taints);
-      const events = [...(proposed.events ?? []), ...evaluation.changes.map((c) => taintChangeEvent(next.name, c, now))];
+      const events = [
+        ...(proposed.events ?? []),
+        ...evaluation.changes.map((c) => taintChangeEvent(next.name, c, now)),
+        // Also on the policy that acted, so GET /api/clustertaintpolicies/{name} can say what it did.
+        ...evaluation.changes.filter((c) => c.policy !== '').map((c) => taintPolicyActionEvent(next.name, c, now)),
+      ];
       const result = { value: proposed.result, record: next, changes: evaluation.changes, events };
       if (current && JSON.stringify(current.value) === JSON.stringify(next)) return keep(result);
+      // What the fleet view holds (labels, location, taints) changed: this process's next placement reads it again.
+      fleetChanged = !current || fleetFacts(current.value) !== fleetFacts(next);
       return write(next, result);
     },
   );
   const { value, record, changes, events } = outcome.result;
+  if (fleetChanged) forgetFleet(plane);
   if (events.length > 0) await plane.events.append(events);
   if (changes.length > 0) annotate({ [ATTR.cluster]: name, [ATTR.taint]: changes.map((c) => `${c.action} ${c.taint.key}:${c.taint.effect}`).join(', ') });
   for (const c of changes) {
-    plane.log.info(`taint ${c.action}`, { cluster: name, taint: `${c.taint.key}:${c.taint.effect}`, policy: c.policy, reason: c.reason });
+    plane.log.info(`taint ${c.action}`, {
+      cluster: name,
+      taint: `${c.taint.key}:${c.taint.effect}`,
+      policy: c.policy,
+      shape: c.shape,
+      rule: c.rule,
+      reason: c.reason,
+    });
   }
   if (schedule) await scheduleEvaluation(plane, name, schedule);
   // The taint manager plans (or abandons) this cluster's evictions when its faulty taints change.
   if (faultyChanged && outcome.etag !== undefined) await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
   return { result: value, record, etag: outcome.etag, changes };
 }
+
+const fleetFacts = (record: ClusterRecord) =>
+  JSON.stringify([record.labels, record.spec.provider, record.spec.region, record.spec.zone, record.taints.map((t) => [t.key, t.value, t.effect])]);
 
 /** The cluster's NoExecute/PreferNoExecute taints, as one comparable string. */
 function faultyIds(taints: ClusterRecord['taints']): string {

@@ -1,5 +1,6 @@
 import type { EvictionRecord } from '../../failover/bindingModel';
 import { displayName, type BindingRef } from '../../failover/bindingModel';
+import type { MissedRule } from '../../failover/statePreservation';
 import type { TaintChange } from '../../failover/taintPolicy';
 import type { EventRecord } from '../../store/ports';
 
@@ -34,6 +35,11 @@ export type EventReason =
   | 'WorkloadRecovered'
   | 'ApplicationFailoverHeld'
   | 'ApplicationFailover'
+  // statePreservation: a rule found nothing in the evicted cluster's status
+  | 'StateNotPreserved'
+  // resource templates
+  | 'Claimed'
+  | 'Unclaimed'
   // switches
   | 'Paused'
   | 'Resumed';
@@ -50,18 +56,36 @@ export function clusterEvent(name: string, now: Date | string, reason: EventReas
   return event('Cluster', name, now, type, reason, message, details);
 }
 
-/** A taint added or removed by the policies, with the conditions it looked at. */
+const taintText = (taint: TaintChange['taint']) => `${taint.key}${taint.value ? `=${taint.value}` : ''}:${taint.effect}`;
+const conditionsText = (change: TaintChange) => change.conditions.map((c) => `${c.type}=${c.status}`).join(', ') || 'none';
+/** Which policy, of which shape, and which of its rules acted: "Karmada shape: addOnConditions matched". */
+const actedText = (change: TaintChange) => `${change.shape === 'karmada' ? 'Karmada' : 'seed'} shape: ${change.reason}`;
+
+/** A taint added or removed by the policies: which policy, which shape and rule, and the conditions it looked at. */
 export function taintChangeEvent(cluster: string, change: TaintChange, now: Date): EventRecord {
-  const taint = `${change.taint.key}${change.taint.value ? `=${change.taint.value}` : ''}:${change.taint.effect}`;
-  const conditions = change.conditions.map((c) => `${c.type}=${c.status}`).join(', ') || 'none';
   const added = change.action === 'added';
+  const by = change.policy ? `by ClusterTaintPolicy ${change.policy} (${actedText(change)}` : `(${change.reason}`;
   return clusterEvent(
     cluster,
     now,
     added ? 'TaintAdded' : 'TaintRemoved',
-    `${added ? 'added' : 'removed'} taint ${taint} (policy ${change.policy || 'none'}: ${change.reason}; conditions: ${conditions})`,
+    `${added ? 'added' : 'removed'} taint ${taintText(change.taint)} ${by}; conditions: ${conditionsText(change)})`,
     added ? 'Warning' : 'Normal',
-    { taint: change.taint, policy: change.policy, reason: change.reason, conditions: change.conditions },
+    { taint: change.taint, policy: change.policy, shape: change.shape, rule: change.rule, reason: change.reason, conditions: change.conditions },
+  );
+}
+
+/** The same change on the policy that made it, so the policy's own history says what it did where. */
+export function taintPolicyActionEvent(cluster: string, change: TaintChange, now: Date): EventRecord {
+  const added = change.action === 'added';
+  return event(
+    'ClusterTaintPolicy',
+    change.policy,
+    now,
+    added ? 'Warning' : 'Normal',
+    added ? 'TaintAdded' : 'TaintRemoved',
+    `${added ? 'added' : 'removed'} taint ${taintText(change.taint)} ${added ? 'to' : 'from'} cluster ${cluster} (${actedText(change)}; conditions: ${conditionsText(change)})`,
+    { cluster, taint: change.taint, shape: change.shape, rule: change.rule, reason: change.reason, conditions: change.conditions },
   );
 }
 
@@ -80,7 +104,28 @@ export function evictionEvent(record: EvictionRecord, now: Date | string, reason
   return bindingEvent(record, now, reason, message, type, { cluster: record.cluster, purgeMode: record.purgeMode, dueAt: record.dueAt, why: record.why });
 }
 
+/**
+ * statePreservation rules that found nothing in the status collected from the cluster a binding was evicted
+ * from: the eviction went ahead and its task preserves the other rules' values.
+ */
+export function stateNotPreservedEvent(ref: BindingRef, now: Date | string, cluster: string, missed: readonly MissedRule[]): EventRecord {
+  const rules = missed.map((m) => `${m.aliasLabelName} (${m.jsonPath}): ${m.why}`).join('; ');
+  return bindingEvent(
+    ref,
+    now,
+    'StateNotPreserved',
+    `evicted from ${cluster}; ${missed.length} statePreservation rule(s) preserved nothing, the task's preservedLabelState lacks them: ${rules}`,
+    'Warning',
+    { cluster, missed: missed.map((m) => ({ aliasLabelName: m.aliasLabelName, jsonPath: m.jsonPath, why: m.why })) },
+  );
+}
+
 /** The pause switch. */
 export function switchEvent(paused: boolean, now: Date | string): EventRecord {
   return event('Failover', 'evictions', now, 'Normal', paused ? 'Paused' : 'Resumed', paused ? 'evictions paused' : 'evictions resumed');
+}
+
+/** On a resource template (`kind` is the template's own, e.g. Deployment; `name` is `namespace/name` when namespaced). */
+export function templateEvent(kind: string, name: string, now: Date | string, reason: EventReason, message: string, details?: Details): EventRecord {
+  return event(kind, name, now, 'Normal', reason, message, details);
 }

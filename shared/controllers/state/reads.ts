@@ -31,6 +31,11 @@ export function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Promise<C
   );
 }
 
+/** After this process wrote a cluster, its next placement and pre-check read the fleet again. */
+export function forgetFleet(plane: ControlPlane): void {
+  fleetCache.forget(plane);
+}
+
 /** Fleet health (design decision 6) from the fleet view, with the faulty clusters' names; updates the gauges. */
 export async function currentFleetHealth(plane: ControlPlane, maxAgeMs?: number): Promise<FleetHealth & { faultyClusters: string[] }> {
   const clusters = await fleetClusters(plane, maxAgeMs);
