@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { TemplateInput } from '../api/templates';
+import { mapConcurrent } from '../concurrency';
 import { bindingKey } from '../failover/bindingModel';
 import { POLICY_LABELS, policyDisplay, PolicyRef, policyKey, PropagationCandidate, rankPolicies } from '../failover/propagation';
 import { derivedBindingRef, TemplateRef, templateKey, templateNamespace, templateReplicas } from '../failover/templates';
@@ -57,94 +58,143 @@ const userView = (record: TemplateRecord) =>
     manifest: { ...record.manifest, metadata: { ...(record.manifest.metadata as object), labels: undefined } },
   });
 
-export async function applyTemplate(plane: ControlPlane, input: TemplateInput): Promise<ApplyAction> {
-  const namespace = templateNamespace(input.kind, input.metadata.namespace);
-  const ref: TemplateRef = { apiVersion: input.apiVersion, kind: input.kind, ...(namespace !== undefined ? { namespace } : {}), name: input.metadata.name };
-  const key = templateKey(ref);
-  const manifest = manifestOf(input, namespace);
-  const { result } = await mutate<TemplateRecord, ApplyAction>(plane.templates, key, (current) => {
-    const now = plane.clock.now().toISOString();
-    const claim = current?.value.claimedBy;
-    const next: TemplateRecord = current
-      ? { ...current.value }
-      : { ...ref, uid: randomUUID(), createdAt: now, generation: 1, labels: {}, annotations: {}, manifest, resourceVersion: '1' };
-    next.labels = { ...(input.metadata.labels ?? {}), ...claimLabels(claim) };
-    next.annotations = input.metadata.annotations ?? {};
-    next.manifest = manifest;
-    if (!current) return write(next, 'created');
-    if (userView(current.value) === userView(next)) return keep('unchanged');
-    next.generation += 1;
-    next.resourceVersion = String(Number(current.value.resourceVersion) + 1);
-    return write(next, 'configured');
-  });
-  if (result !== 'unchanged') {
-    // A Secret's data never reaches an event or a log: only its kind and name.
-    await plane.events.append([
-      templateEvent(ref.kind, display(ref), plane.clock.now(), result === 'created' ? 'Created' : 'Configured', `${ref.kind} ${result}`),
-    ]);
-    await deriveTemplate(plane, key);
-  }
-  return result;
-}
-
-/**
- * The detector for one template: claims it for the policy that ranks first (labels it), and creates or
- * updates its binding. Without a matching policy the template is unclaimed and its binding, if any, is
- * left as it is (it keeps running where it runs; an event says so).
- */
-export async function deriveTemplate(plane: ControlPlane, key: string, policies?: PropagationCandidate[]): Promise<'claimed' | 'unclaimed' | 'absent'> {
-  const candidates = policies ?? (await loadPropagationPolicies(plane));
-  const entry = await plane.templates.get(key);
-  if (!entry) return 'absent';
-  const template = entry.value;
+/** The policy that claims a template now (Karmada's ranking), and the claim to record. */
+function claimOf(template: Pick<TemplateRecord, 'apiVersion' | 'kind' | 'namespace' | 'name' | 'labels'>, candidates: readonly PropagationCandidate[]) {
   const ref = refOf(template);
   const resource = { apiVersion: ref.apiVersion, kind: ref.kind, ...(ref.namespace !== undefined ? { namespace: ref.namespace } : {}), name: ref.name };
   const policy = rankPolicies({ namespace: ref.namespace, labels: userLabels(template.labels), resource }, candidates)[0];
   const claim: PolicyRef | undefined = policy
     ? { kind: policy.kind, ...(policy.namespace ? { namespace: policy.namespace } : {}), name: policy.name }
     : undefined;
-  if ((claim ? policyKey(claim) : '') !== (template.claimedBy ? policyKey(template.claimedBy) : '')) {
-    const { result: stored } = await mutate<TemplateRecord, boolean>(
-      plane.templates,
-      key,
-      (current) => {
-        if (!current) return keep(false);
-        const next = { ...current.value, labels: { ...userLabels(current.value.labels), ...claimLabels(claim) } };
-        if (claim) next.claimedBy = claim;
-        else delete next.claimedBy;
-        return write(next, true);
-      },
-      entry,
-    );
-    if (stored) {
-      const message = claim
-        ? `claimed by ${policyDisplay(claim)}${template.claimedBy ? ` (was ${policyDisplay(template.claimedBy)})` : ''}`
-        : `no propagation policy matches any more (was ${policyDisplay(template.claimedBy!)}); its binding keeps its placement`;
-      await plane.events.append([templateEvent(ref.kind, display(ref), plane.clock.now(), claim ? 'Claimed' : 'Unclaimed', message)]);
-    }
-  }
-  if (!policy || !claim) return 'unclaimed';
+  return { ref, resource, policy, claim };
+}
+
+const sameClaim = (a: PolicyRef | undefined, b: PolicyRef | undefined) => (a ? policyKey(a) : '') === (b ? policyKey(b) : '');
+
+function claimMessage(claim: PolicyRef | undefined, before: PolicyRef | undefined): string {
+  return claim
+    ? `claimed by ${policyDisplay(claim)}${before ? ` (was ${policyDisplay(before)})` : ''}`
+    : `no propagation policy matches any more (was ${policyDisplay(before!)}); its binding keeps its placement`;
+}
+
+/** Creates or updates the binding a claimed template derives (its resource, replicas, the policy's labels). */
+async function deriveBinding(plane: ControlPlane, template: TemplateRecord, claim: PolicyRef, candidates: PropagationCandidate[]): Promise<void> {
+  const ref = refOf(template);
+  const replicas = templateReplicas(ref.apiVersion, ref.kind, template.manifest);
   await applyDerivedBinding(
     plane,
     {
       ref: derivedBindingRef(ref),
       labels: claimLabels(claim),
-      resource: { ...resource, uid: template.uid, resourceVersion: template.resourceVersion },
-      ...(templateReplicas(ref.apiVersion, ref.kind, template.manifest) !== undefined
-        ? { replicas: templateReplicas(ref.apiVersion, ref.kind, template.manifest) }
-        : {}),
+      resource: {
+        apiVersion: ref.apiVersion,
+        kind: ref.kind,
+        ...(ref.namespace !== undefined ? { namespace: ref.namespace } : {}),
+        name: ref.name,
+        uid: template.uid,
+        resourceVersion: template.resourceVersion,
+      },
+      ...(replicas !== undefined ? { replicas } : {}),
     },
     candidates,
   );
+}
+
+/**
+ * Applies a template: stored with the claim of the policy that ranks first (one write), one event, then
+ * its binding derived.
+ */
+export async function applyTemplate(plane: ControlPlane, input: TemplateInput): Promise<ApplyAction> {
+  const namespace = templateNamespace(input.kind, input.metadata.namespace);
+  const ref: TemplateRef = { apiVersion: input.apiVersion, kind: input.kind, ...(namespace !== undefined ? { namespace } : {}), name: input.metadata.name };
+  const key = templateKey(ref);
+  const manifest = manifestOf(input, namespace);
+  const candidates = await loadPropagationPolicies(plane);
+  let before: PolicyRef | undefined;
+  const { result: written } = await mutate<TemplateRecord, { action: ApplyAction; record?: TemplateRecord }>(plane.templates, key, (current) => {
+    const now = plane.clock.now().toISOString();
+    before = current?.value.claimedBy;
+    const next: TemplateRecord = current
+      ? { ...current.value }
+      : { ...ref, uid: randomUUID(), createdAt: now, generation: 1, labels: {}, annotations: {}, manifest, resourceVersion: '1' };
+    next.labels = input.metadata.labels ?? {};
+    next.annotations = input.metadata.annotations ?? {};
+    next.manifest = manifest;
+    const { claim } = claimOf(next, candidates);
+    next.labels = { ...next.labels, ...claimLabels(claim) };
+    if (claim) next.claimedBy = claim;
+    else delete next.claimedBy;
+    if (!current) return write(next, { action: 'created', record: next });
+    const changed = userView(current.value) !== userView(next);
+    if (!changed && sameClaim(current.value.claimedBy, claim)) return keep({ action: 'unchanged' });
+    if (changed) {
+      next.generation += 1;
+      next.resourceVersion = String(Number(current.value.resourceVersion) + 1);
+    }
+    return write(next, { action: changed ? 'configured' : 'unchanged', record: next });
+  });
+  const { action: result, record } = written;
+  if (!record) return result;
+  const now = plane.clock.now();
+  // A Secret's data never reaches an event or a log: only its kind and name.
+  const events =
+    result !== 'unchanged' ? [templateEvent(ref.kind, display(ref), now, result === 'created' ? 'Created' : 'Configured', `${ref.kind} ${result}`)] : [];
+  if (!sameClaim(before, record.claimedBy) && (record.claimedBy || before))
+    events.push(templateEvent(ref.kind, display(ref), now, record.claimedBy ? 'Claimed' : 'Unclaimed', claimMessage(record.claimedBy, before)));
+  if (events.length > 0) await plane.events.append(events);
+  if (record.claimedBy) await deriveBinding(plane, record, record.claimedBy, candidates);
+  return result;
+}
+
+/**
+ * The detector for one stored template: claims it for the policy that ranks first (labels it), and creates
+ * or updates its binding. Without a matching policy the template is unclaimed and its binding, if any, is
+ * left as it is (it keeps running where it runs; an event says so).
+ */
+async function deriveStored(
+  plane: ControlPlane,
+  entry: { value: TemplateRecord; etag: string },
+  key: string,
+  candidates: PropagationCandidate[],
+): Promise<'claimed' | 'unclaimed'> {
+  const template = entry.value;
+  const { ref, claim } = claimOf(template, candidates);
+  let current = template;
+  if (!sameClaim(claim, template.claimedBy)) {
+    const { result: stored } = await mutate<TemplateRecord, TemplateRecord | undefined>(
+      plane.templates,
+      key,
+      (latest) => {
+        if (!latest) return keep(undefined);
+        const next = { ...latest.value, labels: { ...userLabels(latest.value.labels), ...claimLabels(claim) } };
+        if (claim) next.claimedBy = claim;
+        else delete next.claimedBy;
+        return write(next, next);
+      },
+      entry,
+    );
+    if (!stored) return 'unclaimed';
+    current = stored;
+    await plane.events.append([
+      templateEvent(ref.kind, display(ref), plane.clock.now(), claim ? 'Claimed' : 'Unclaimed', claimMessage(claim, template.claimedBy)),
+    ]);
+  }
+  if (!claim) return 'unclaimed';
+  await deriveBinding(plane, current, claim, candidates);
   return 'claimed';
+}
+
+export async function deriveTemplate(plane: ControlPlane, key: string, policies?: PropagationCandidate[]): Promise<'claimed' | 'unclaimed' | 'absent'> {
+  const candidates = policies ?? (await loadPropagationPolicies(plane));
+  const entry = await plane.templates.get(key);
+  return entry ? deriveStored(plane, entry, key, candidates) : 'absent';
 }
 
 /** After a policy is applied, changed or deleted: every template is derived again under the new policies. */
 export async function rederiveTemplates(plane: ControlPlane): Promise<number> {
   const policies = await loadPropagationPolicies(plane, 0);
-  let derived = 0;
-  for (const { id } of await plane.templates.list()) if ((await deriveTemplate(plane, id, policies)) === 'claimed') derived++;
-  return derived;
+  const outcomes = await mapConcurrent(await plane.templates.list(), 16, (entry) => deriveStored(plane, entry, entry.id, policies));
+  return outcomes.filter((o) => o === 'claimed').length;
 }
 
 /** Deletes a template and the binding it derived (its waiting evictions end abandoned, with the reason). */

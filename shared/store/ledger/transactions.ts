@@ -1,4 +1,5 @@
 import { RestError, TableClient, TransactionAction } from '@azure/data-tables';
+import { mapConcurrent } from '../../concurrency';
 import { BATCH } from './keys';
 
 /** The HTTP status of a failed storage call (a RestError, or anything that carries `statusCode`). */
@@ -27,20 +28,23 @@ export const partitionOfAction = (action: TransactionAction): string => String((
 /**
  * Submits actions as transactions of at most 100, one partition each, `concurrency` at a time; returns the
  * ETags in input order. Each transaction is all-or-nothing; when one fails the call rejects with its error,
- * and the transactions of other partitions may have been (or may still be) written.
+ * after every other transaction has settled: those of other partitions have been written (or failed).
  */
 export async function submit(client: TableClient, actions: TransactionAction[], concurrency = 8): Promise<Array<string | undefined>> {
   const chunks = transactionChunks((i) => partitionOfAction(actions[i]), actions.length);
   const etags = new Array<string | undefined>(actions.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < chunks.length) {
-      const chunk = chunks[next++];
+  // Every transaction is settled before the call answers: when one fails, the caller's re-read sees the
+  // others landed (or failed), never still in flight.
+  let failure: Error | undefined;
+  await mapConcurrent(chunks, concurrency, async (chunk) => {
+    try {
       const response = await client.submitTransaction(chunk.map((i) => actions[i]));
       response.subResponses.forEach((sub, k) => (etags[chunk[k]] = sub.etag));
+    } catch (error) {
+      failure ??= error instanceof Error ? error : new Error(String(error));
     }
-  };
-  await Promise.all(Array.from({ length: Math.min(concurrency, chunks.length) }, worker));
+  });
+  if (failure) throw failure;
   return etags;
 }
 
