@@ -79,5 +79,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   if (issue.code === 'invalid_value') {
     return `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`;
   }
+  // A map key (a label or annotation name) that fails its own rules: say which rule.
+  if (issue.code === 'invalid_key' && issue.issues.length > 0) return `invalid key: ${issue.issues.map((i) => i.message).join('; ')}`;
   return issue.message;
 }

@@ -35,7 +35,10 @@ export const qualifiedName = z
   .string()
   .min(1, 'must not be empty')
   .max(316, 'must be at most 316 characters')
-  .regex(QUALIFIED_NAME, 'must be a qualified name such as "example.com/name" or "name"');
+  .regex(QUALIFIED_NAME, 'must be a qualified name such as "example.com/name" or "name"')
+  // Kubernetes' limits on the two parts: a name of at most 63 characters, a DNS prefix of at most 253.
+  .refine((key) => key.slice(key.lastIndexOf('/') + 1).length <= 63, 'its name part (after any "/") must be at most 63 characters')
+  .refine((key) => !key.includes('/') || key.slice(0, key.lastIndexOf('/')).length <= 253, 'its prefix (before "/") must be at most 253 characters');
 
 export const labelValue = z.string().max(63, 'must be at most 63 characters').regex(LABEL_VALUE, 'must be a valid label value');
 

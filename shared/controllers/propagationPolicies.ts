@@ -45,15 +45,20 @@ export async function deletePropagationPolicy(plane: ControlPlane, ref: PolicyRe
 async function policyChanged(plane: ControlPlane, ref: PolicyRef, reason: 'Created' | 'Configured' | 'Deleted'): Promise<void> {
   forgetPropagationPolicies(plane);
   // The detector first (which templates this policy now claims), then every binding's inheritance.
-  await rederiveTemplates(plane);
+  const claims = await rederiveTemplates(plane);
   const rederived = await rederiveBindings(plane);
+  const claimed = claims.get(policyKey(ref)) ?? 0;
+  // A policy whose selectors match nothing is accepted (its templates may come later), and says so.
+  const governs = claimed > 0 || (await plane.bindings.list()).some(({ value }) => value.inheritedFrom && policyKey(value.inheritedFrom) === policyKey(ref));
+  const matches =
+    reason === 'Deleted' ? '' : governs ? `; it claims ${claimed} resource template(s)` : '; its resourceSelectors match no resource template or binding yet';
   await plane.events.append([
     policyEvent(
       ref.kind,
       ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name,
       plane.clock.now(),
       reason,
-      `policy ${reason.toLowerCase()}; ${rederived} binding(s) re-derived`,
+      `policy ${reason.toLowerCase()}; ${rederived} binding(s) re-derived${matches}`,
     ),
   ]);
 }

@@ -190,11 +190,19 @@ export async function deriveTemplate(plane: ControlPlane, key: string, policies?
   return entry ? deriveStored(plane, entry, key, candidates) : 'absent';
 }
 
-/** After a policy is applied, changed or deleted: every template is derived again under the new policies. */
-export async function rederiveTemplates(plane: ControlPlane): Promise<number> {
+/**
+ * After a policy is applied, changed or deleted: every template is derived again under the new policies.
+ * Answers how many templates each policy (by policyKey) now claims.
+ */
+export async function rederiveTemplates(plane: ControlPlane): Promise<Map<string, number>> {
   const policies = await loadPropagationPolicies(plane, 0);
-  const outcomes = await mapConcurrent(await plane.templates.list(), 16, (entry) => deriveStored(plane, entry, entry.id, policies));
-  return outcomes.filter((o) => o === 'claimed').length;
+  const claims = await mapConcurrent(await plane.templates.list(), 16, async (entry) => {
+    await deriveStored(plane, entry, entry.id, policies);
+    return claimOf(entry.value, policies).claim;
+  });
+  const counts = new Map<string, number>();
+  for (const claim of claims) if (claim) counts.set(policyKey(claim), (counts.get(policyKey(claim)) ?? 0) + 1);
+  return counts;
 }
 
 /** Deletes a template and the binding it derived (its waiting evictions end abandoned, with the reason). */
