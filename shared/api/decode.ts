@@ -18,8 +18,8 @@ import { isOwnGroup, TemplateInput, templateSchema } from './templates';
 const JSON_TYPES = new Set(['application/json', 'text/json']);
 const YAML_TYPES = new Set(['application/yaml', 'application/x-yaml', 'text/yaml', 'text/x-yaml']);
 const MAX_DEPTH = 32;
-// A bulk import of templates (10,000 Deployments) is one request; MAX_REQUEST_BODY_BYTES bounds its size.
-const MAX_DOCUMENTS = 10_000;
+// A bulk import of templates (10,000 Deployments and their policies) is one request; MAX_REQUEST_BODY_BYTES bounds its size.
+const MAX_DOCUMENTS = 20_000;
 
 /** What an HTTP body decoder needs from a request: the fetch-style subset of HttpRequest. */
 export interface BodySource {
