@@ -1,5 +1,5 @@
 import { app, InvocationContext } from '@azure/functions';
-import { checkApplicationFailover, CHECK_LEAD_SECONDS, scheduleApplicationCheck } from '../shared/controllers/applicationFailover';
+import { CHECK_LEAD_SECONDS, checkApplicationFailover, scheduleApplicationCheck } from '../shared/controllers/applicationFailover';
 import { applicationFailoverMessage } from '../shared/controllers/ports';
 import { awaitDeadline } from '../shared/queue/deadline';
 import { parseQueueMessage } from '../shared/queue/parseMessage';

@@ -1,6 +1,6 @@
 import { app, InvocationContext } from '@azure/functions';
 import { executeEviction } from '../shared/controllers/evictionWorker';
-import { evictionMessage, EvictionMessage } from '../shared/controllers/ports';
+import { EvictionMessage, evictionMessage } from '../shared/controllers/ports';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
 import { controlPlane } from '../shared/runtime';

@@ -13,7 +13,7 @@ import { warnAboutAuth } from './http/auth';
 import { QUEUES, StorageMessageQueue } from './queue/storageQueue';
 import { StorageClients, storageFromConnectionString, storageFromIdentity } from './store/connection';
 import { TableLedger } from './store/ledgerTable';
-import { TABLES, TableDocumentStore, TableEventLog } from './store/tableStorage';
+import { TableDocumentStore, TableEventLog, TABLES } from './store/tableStorage';
 import { jsonLogger } from './telemetry/log';
 import { FailoverMetrics } from './telemetry/metrics';
 

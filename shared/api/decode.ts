@@ -1,7 +1,7 @@
 import { LineCounter, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { templateNamespace } from '../failover/templates';
-import { ApiError, FieldError, badRequest, toFieldErrors } from './errors';
+import { ApiError, badRequest, FieldError, toFieldErrors } from './errors';
 import {
   APPLY_KINDS,
   ApplyKind,

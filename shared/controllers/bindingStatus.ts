@@ -1,5 +1,5 @@
 import type { BindingStatusReport } from '../api/resources';
-import { BindingRef, bindingKey } from '../failover/bindingModel';
+import { bindingKey, BindingRef } from '../failover/bindingModel';
 import { confirmEvictionTask, reportWorkloadStatus } from './applicationFailover';
 import { sweepBinding } from './gracefulEviction';
 import type { ControlPlane } from './ports';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ClusterResourceBindingInput, ResourceBindingInput } from '../api/resources';
-import { BindingRef, bindingKey } from '../failover/bindingModel';
+import { bindingKey, BindingRef } from '../failover/bindingModel';
 import { isFaultyTaint } from '../failover/evictionDecision';
 import type { PropagationCandidate } from '../failover/propagation';
 import { keep, remove, write } from '../store/optimistic';

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { ClusterPropagationPolicyInput, PropagationPolicyInput } from '../api/resources';
-import { PolicyRef, policyDisplay, policyKey } from '../failover/propagation';
+import { policyDisplay, policyKey, PolicyRef } from '../failover/propagation';
 import { keep, mutate, write } from '../store/optimistic';
 import type { ControlPlane } from './ports';
 import type { PropagationPolicyRecord } from './records';
 import { writeBinding } from './state/bindingWrites';
-import { ApplyAction, appliedPolicy, governedSpec, ownSpec } from './state/derivation';
+import { appliedPolicy, ApplyAction, governedSpec, ownSpec } from './state/derivation';
 import { bindingEvent, policyEvent } from './state/events';
 import { forgetPropagationPolicies, loadPropagationPolicies } from './state/reads';
 import { rederiveTemplates } from './templates';

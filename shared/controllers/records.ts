@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { isKarmadaTaintPolicySpec, type BindingSpec, type ClusterSpecInput, type ClusterTaintPolicySpec, type PropagationSpec } from '../api/resources';
+import { type BindingSpec, type ClusterSpecInput, type ClusterTaintPolicySpec, isKarmadaTaintPolicySpec, type PropagationSpec } from '../api/resources';
 import type { WorkloadStatusItem } from '../failover/applicationFailover';
 import type { BindingKind } from '../failover/bindingModel';
 import type { AnyTaintPolicy, ClusterFacts, ClusterTaint, Condition, PolicyWindow } from '../failover/model';

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { taintPolicyShape, type ClusterTaintPolicyInput, type TaintPolicyShape } from '../api/resources';
+import { type ClusterTaintPolicyInput, type TaintPolicyShape, taintPolicyShape } from '../api/resources';
 import { mutate } from '../store/optimistic';
 import type { ControlPlane } from './ports';
 import type { PolicyRecord } from './records';
-import { ApplyAction, appliedPolicy } from './state/derivation';
+import { appliedPolicy, ApplyAction } from './state/derivation';
 import { policyEvent } from './state/events';
 import { forgetTaintPolicies } from './state/reads';
 import { fanOutEvaluations } from './taintEvaluation';

@@ -1,5 +1,5 @@
 import type { Placement } from '../api/resources';
-import { evictingClusters, unschedulableReason, CandidateCluster } from './precheck';
+import { CandidateCluster, evictingClusters, unschedulableReason } from './precheck';
 import { matchesClusterAffinity } from './selectors';
 
 /**

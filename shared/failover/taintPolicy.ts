@@ -9,10 +9,10 @@ import {
   KarmadaTaintPolicy,
   MatchCondition,
   PolicyWindow,
+  taintId,
   TaintPolicy,
   TaintPolicyShape,
   TaintToAdd,
-  taintId,
 } from './model';
 import { matchesClusterAffinity } from './selectors';
 

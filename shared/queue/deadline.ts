@@ -1,4 +1,4 @@
-import { sleep, type Clock } from '../clock';
+import { type Clock, sleep } from '../clock';
 
 /**
  * The handler side of a deadline message (visible `leadSeconds` before its deadline): waits out the rest

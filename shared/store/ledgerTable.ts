@@ -18,7 +18,7 @@ import type { DueGroup, EvictionLedger, PacerState, VersionedEviction } from './
  * is the same ledger in memory, on the same keys.
  */
 
-export { SHARDS, shardOf } from './ledger/keys';
+export { shardOf, SHARDS } from './ledger/keys';
 export type { DueGroup, PacerState, VersionedEviction } from './ports';
 
 export class TableLedger implements EvictionLedger {

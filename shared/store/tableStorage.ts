@@ -1,4 +1,4 @@
-import { RestError, TableClient, TableServiceClient, TableTransaction, odata } from '@azure/data-tables';
+import { odata, RestError, TableClient, TableServiceClient, TableTransaction } from '@azure/data-tables';
 import { ConcurrencyError, DocumentStore, EventLog, EventQuery, EventRecord, LeaseStore, Versioned } from './ports';
 
 /** Table names this app uses. Created at start by the local host and by the deployment templates. */

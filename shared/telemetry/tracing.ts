@@ -1,4 +1,4 @@
-import { Attributes, context, Context, isSpanContextValid, propagation, ROOT_CONTEXT, Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { Attributes, Context, context, isSpanContextValid, propagation, ROOT_CONTEXT, Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
 /**
  * Tracing helpers over `@opentelemetry/api`. Without a registered SDK every call is a cheap no-op, so the

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { ApiError } from '../../shared/api/errors';
 import { applyObjects } from '../../shared/controllers/apply';
-import { memoryPlane, MemoryPlane } from '../helpers/memoryPlane';
+import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 
 /**
  * Bad resource templates and policies around them: each answered 400 with the field and the reason, and

@@ -6,7 +6,7 @@ import { runPacer, setPaused } from '../../shared/controllers/pacer';
 import type { EvictionMessage } from '../../shared/controllers/ports';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
-import { memoryPlane, MemoryPlane } from '../helpers/memoryPlane';
+import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 
 /**
  * The cluster-failover path on the in-memory ports, table-driven: taint manager → ledger → pacer → queue →

@@ -8,7 +8,7 @@ import { scheduleAll } from '../../shared/controllers/scheduler';
 import { handleTaintManagerMessage, manageCluster } from '../../shared/controllers/taintManager';
 import type { EvictionRecord } from '../../shared/failover/bindingModel';
 import { binding, cluster } from '../helpers/fleet';
-import { memoryPlane, MemoryPlane } from '../helpers/memoryPlane';
+import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 
 /**
  * The defects found under host kills plus storage faults, each made deterministic on the in-memory ports:

@@ -7,7 +7,7 @@ import { runPacer } from '../../shared/controllers/pacer';
 import { scheduleAll } from '../../shared/controllers/scheduler';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { cluster } from '../helpers/fleet';
-import { memoryPlane, MemoryPlane } from '../helpers/memoryPlane';
+import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 
 /**
  * Every YAML example of the Karmada proposals this project implements (shared/seeds), as a user would

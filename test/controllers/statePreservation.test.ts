@@ -7,7 +7,7 @@ import { executeEviction } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
-import { memoryPlane, MemoryPlane } from '../helpers/memoryPlane';
+import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 
 /**
  * statePreservation on the in-memory ports, through the app's own paths: the workload's status is reported

@@ -4,7 +4,7 @@ import { applyObjects } from '../../shared/controllers/apply';
 import { getCluster, reportClusterStatus } from '../../shared/controllers/clusters';
 import { evaluateCluster } from '../../shared/controllers/taintEvaluation';
 import { deleteTaintPolicy, getTaintPolicy, listTaintPolicies } from '../../shared/controllers/taintPolicies';
-import { memoryPlane, MemoryPlane } from '../helpers/memoryPlane';
+import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 
 /**
  * ClusterTaintPolicies of Karmada's shape beside seed-shape ones, through the controllers on the in-memory

@@ -8,7 +8,7 @@ import { scheduleBinding } from '../../shared/controllers/scheduler';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { deleteTemplate, listTemplates } from '../../shared/controllers/templates';
 import { cluster } from '../helpers/fleet';
-import { memoryPlane, MemoryPlane } from '../helpers/memoryPlane';
+import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 
 const deployment = (name: string, replicas: number, labels: Record<string, string> = {}, namespace?: string) => ({
   apiVersion: 'apps/v1',

@@ -1,6 +1,6 @@
-import { startAzurite, EmbeddedAzurite } from '../../shared/local/azurite';
+import { EmbeddedAzurite, startAzurite } from '../../shared/local/azurite';
 import { QUEUES } from '../../shared/queue/storageQueue';
-import { storageFromConnectionString, StorageClients } from '../../shared/store/connection';
+import { StorageClients, storageFromConnectionString } from '../../shared/store/connection';
 import { ensureTables } from '../../shared/store/tableStorage';
 
 export interface TestStorage {

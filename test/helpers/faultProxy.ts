@@ -1,4 +1,4 @@
-import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { type AddressInfo, createConnection, createServer, type Server, type Socket } from 'node:net';
 
 /**
  * A loopback TCP proxy in front of one HTTP server (Azurite in the tests) that can cut responses short,

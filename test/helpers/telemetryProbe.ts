@@ -4,7 +4,7 @@
  * a metric, then a flush. Prints the exporter chosen.
  */
 import { FailoverMetrics } from '../../shared/telemetry/metrics';
-import { startTelemetry, shutdownTelemetry } from '../../shared/telemetry/setup';
+import { shutdownTelemetry, startTelemetry } from '../../shared/telemetry/setup';
 import { currentTraceCarrier, inSpan, SpanKind } from '../../shared/telemetry/tracing';
 
 async function main() {

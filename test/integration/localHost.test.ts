@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installFunctionsCore, registeredFunctions, triggerOf, RegisteredFunction } from '../../shared/local/functionsCore';
+import { installFunctionsCore, RegisteredFunction, registeredFunctions, triggerOf } from '../../shared/local/functionsCore';
 installFunctionsCore();
-// eslint-disable-next-line import-x/order -- @azure/functions must load after the local functions core is installed
 import { app, InvocationContext } from '@azure/functions';
 import { LocalFunctionsHost } from '../../shared/local/host';
 import type { HostSettings } from '../../shared/local/hostJson';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Toleration } from '../../shared/api/resources';
 import { assignSlots, decideEviction, fleetHealth, tolerates } from '../../shared/failover/evictionDecision';
-import { preScheduleCheck, CandidateCluster } from '../../shared/failover/precheck';
+import { CandidateCluster, preScheduleCheck } from '../../shared/failover/precheck';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const at = (s: number) => new Date(T0 + s * 1000);

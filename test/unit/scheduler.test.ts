@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { preScheduleCheck } from '../../shared/failover/precheck';
-import { divide, schedule, SchedulableCluster } from '../../shared/failover/scheduler';
+import { divide, SchedulableCluster, schedule } from '../../shared/failover/scheduler';
 
 const healthy = (name: string, labels: Record<string, string> = {}): SchedulableCluster => ({ name, labels, taints: [] });
 const failed = (name: string): SchedulableCluster => ({ name, labels: {}, taints: [{ key: 'not-ready', effect: 'NoExecute' }] });

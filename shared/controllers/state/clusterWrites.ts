@@ -4,7 +4,7 @@ import { keep, mutate, Mutation, write } from '../../store/optimistic';
 import type { EventRecord, Versioned } from '../../store/ports';
 import { annotate, ATTR } from '../../telemetry/tracing';
 import type { ControlPlane } from '../ports';
-import { ClusterRecord, clusterFacts, PolicyRecord, taintPolicy } from '../records';
+import { clusterFacts, ClusterRecord, PolicyRecord, taintPolicy } from '../records';
 import { taintChangeEvent, taintPolicyActionEvent } from './events';
 import { forgetFleet, loadTaintPolicies } from './reads';
 

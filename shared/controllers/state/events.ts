@@ -1,5 +1,5 @@
 import type { EvictionRecord } from '../../failover/bindingModel';
-import { displayName, type BindingRef } from '../../failover/bindingModel';
+import { type BindingRef, displayName } from '../../failover/bindingModel';
 import type { MissedRule } from '../../failover/statePreservation';
 import type { TaintChange } from '../../failover/taintPolicy';
 import type { EventRecord } from '../../store/ports';

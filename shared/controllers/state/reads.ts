@@ -1,4 +1,4 @@
-import { fleetHealth, FleetHealth, isFaultyTaint } from '../../failover/evictionDecision';
+import { FleetHealth, fleetHealth, isFaultyTaint } from '../../failover/evictionDecision';
 import type { CandidateCluster } from '../../failover/precheck';
 import type { PropagationCandidate } from '../../failover/propagation';
 import type { PacerState } from '../../store/ports';
