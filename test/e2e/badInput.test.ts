@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterKey, signReport } from '../../shared/auth/signing';
-import { QUEUES } from '../../shared/queue/storageQueue';
-import { TABLES } from '../../shared/store/tableStorage';
 import { startTestStorage, TestStorage } from '../helpers/azurite';
 import { HostProcess, startHostProcess } from '../helpers/hostProcess';
+import { storageSnapshot } from '../helpers/storageSnapshot';
 
 /**
  * A corpus of malformed, unauthenticated, replayed and cross-cluster requests. Each must get its status
@@ -19,19 +18,7 @@ let env: TestStorage;
 let host: HostProcess;
 let lastSigned = 0;
 
-async function snapshot(): Promise<string> {
-  const parts: string[] = [];
-  for (const table of Object.values(TABLES).filter((t) => t !== TABLES.leases)) {
-    const rows: string[] = [];
-    for await (const entity of env.storage.table(table).listEntities()) rows.push(JSON.stringify(entity));
-    parts.push(`${table}:${rows.sort().join('\n')}`);
-  }
-  for (const queue of Object.values(QUEUES)) {
-    const peeked = await env.storage.queue(queue).peekMessages({ numberOfMessages: 32 });
-    parts.push(`${queue}:${peeked.peekedMessageItems.map((m) => m.messageText).join(',')}`);
-  }
-  return parts.join('\n---\n');
-}
+const snapshot = () => storageSnapshot(env.storage);
 
 type Case = { name: string; method?: string; path: string; headers?: Record<string, string>; body?: string | Uint8Array; status: number };
 

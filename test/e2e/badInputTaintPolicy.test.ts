@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { QUEUES } from '../../shared/queue/storageQueue';
-import { TABLES } from '../../shared/store/tableStorage';
 import { startTestStorage, TestStorage } from '../helpers/azurite';
 import { HostProcess, startHostProcess } from '../helpers/hostProcess';
+import { storageSnapshot } from '../helpers/storageSnapshot';
 
 /**
  * Bad ClusterTaintPolicies of Karmada's shape (and mixes of the two shapes) through POST /api/apply on a
@@ -15,19 +14,7 @@ const ADMIN = 'ctp-corpus-admin-token-0123456789';
 let env: TestStorage;
 let host: HostProcess;
 
-async function snapshot(): Promise<string> {
-  const parts: string[] = [];
-  for (const table of Object.values(TABLES).filter((t) => t !== TABLES.leases)) {
-    const rows: string[] = [];
-    for await (const entity of env.storage.table(table).listEntities()) rows.push(JSON.stringify(entity));
-    parts.push(`${table}:${rows.sort().join('\n')}`);
-  }
-  for (const queue of Object.values(QUEUES)) {
-    const peeked = await env.storage.queue(queue).peekMessages({ numberOfMessages: 32 });
-    parts.push(`${queue}:${peeked.peekedMessageItems.map((m) => m.messageText).join(',')}`);
-  }
-  return parts.join('\n---\n');
-}
+const snapshot = () => storageSnapshot(env.storage);
 
 const policy = (spec: unknown, name = 'ctp-corpus') => ({ apiVersion: 'policy.karmada.io/v1alpha1', kind: 'ClusterTaintPolicy', metadata: { name }, spec });
 const taints = [{ key: 'cluster.karmada.io/not-ready', effect: 'NoExecute' }];
