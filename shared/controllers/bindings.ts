@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClusterResourceBindingInput, ResourceBindingInput } from '../api/resources';
 import { bindingKey, BindingRef } from '../failover/bindingModel';
 import { isFaultyTaint } from '../failover/evictionDecision';
-import type { PropagationCandidate } from '../failover/propagation';
+import { POLICY_LABELS, type PropagationCandidate } from '../failover/propagation';
 import { keep, remove, write } from '../store/optimistic';
 import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
@@ -140,7 +140,9 @@ export async function applyDerivedBinding(plane: ControlPlane, input: DerivedBin
     };
     const reschedule =
       !current || current.spec.replicas !== governed.spec.replicas || JSON.stringify(current.spec.placement) !== JSON.stringify(governed.spec.placement);
-    next.labels = { ...next.labels, ...input.labels };
+    // The claim labels are the detector's: the previous claim's go, so they never name a policy that let go.
+    const claimKeys: readonly string[] = Object.values(POLICY_LABELS);
+    next.labels = { ...Object.fromEntries(Object.entries(next.labels).filter(([key]) => !claimKeys.includes(key))), ...input.labels };
     next.spec = { ...governed.spec, ...Object.fromEntries(Object.entries(kept).filter(([, value]) => value !== undefined)) };
     if (governed.inheritedFrom) next.inheritedFrom = governed.inheritedFrom;
     else delete next.inheritedFrom;

@@ -195,6 +195,20 @@ describe('resource templates and the detector', () => {
     }
   });
 
+  it('a claim that moves from a PropagationPolicy to a ClusterPropagationPolicy takes the binding along (no stale claim label)', async () => {
+    const m = memoryPlane();
+    await apply(m, [deployment('web', 1), policy('local', [{ apiVersion: 'apps/v1', kind: 'Deployment' }])]);
+    expect((await stored(m, 'rb:default:web-deployment'))!.inheritedFrom?.name).toBe('local');
+    await apply(m, [
+      policy('wide', [{ apiVersion: 'apps/v1', kind: 'Deployment' }], { placement: { clusterAffinity: { clusterNames: ['m9'] } } }, 'ClusterPropagationPolicy'),
+      policy('local', [{ apiVersion: 'apps/v1', kind: 'StatefulSet' }]),
+    ]);
+    const binding = (await stored(m, 'rb:default:web-deployment'))!;
+    expect(binding.inheritedFrom).toMatchObject({ kind: 'ClusterPropagationPolicy', name: 'wide' });
+    expect(binding.spec.placement?.clusterAffinity?.clusterNames).toEqual(['m9']);
+    expect(Object.keys(binding.labels)).toEqual(['clusterpropagationpolicy.karmada.io/name']);
+  });
+
   it('stores a Secret as given but never shows its data: not in GET, not in events', async () => {
     const m = memoryPlane();
     await apply(m, [
