@@ -212,7 +212,8 @@ function field(source: string, from: number, steps: Step[], fail: (m: string) =>
   return i;
 }
 
-function bracketEnd(source: string, from: number): number {
+/** The index of `closer` (outside quotes) from `from`, or -1: the end of a bracket (`]`) or of a filter (`)]`). */
+function closingIndex(source: string, from: number, closer: ']' | ')]'): number {
   let quote: string | undefined;
   for (let i = from; i < source.length; i++) {
     const c = source[i];
@@ -220,23 +221,13 @@ function bracketEnd(source: string, from: number): number {
       if (c === '\\') i++;
       else if (c === quote) quote = undefined;
     } else if (c === '"' || c === "'") quote = c;
-    else if (c === ']') return i;
+    else if (source.startsWith(closer, i)) return i;
   }
   return -1;
 }
 
-function filterEnd(source: string, from: number): number {
-  let quote: string | undefined;
-  for (let i = from; i < source.length; i++) {
-    const c = source[i];
-    if (quote) {
-      if (c === '\\') i++;
-      else if (c === quote) quote = undefined;
-    } else if (c === '"' || c === "'") quote = c;
-    else if (c === ')' && source[i + 1] === ']') return i;
-  }
-  return -1;
-}
+const bracketEnd = (source: string, from: number) => closingIndex(source, from, ']');
+const filterEnd = (source: string, from: number) => closingIndex(source, from, ')]');
 
 const INTEGER = /^[+-]?\d+$/;
 

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { applyObjects } from '../../shared/controllers/apply';
 import { scheduleBinding } from '../../shared/controllers/scheduler';
@@ -7,7 +7,11 @@ import { binding, cluster } from '../helpers/fleet';
 import { memoryPlane } from '../helpers/memoryPlane';
 
 describe('scheduler on the fleet view', () => {
+  // The kept view ages by the wall clock: frozen, so it is surely still kept when the binding is placed.
+  afterEach(() => vi.useRealTimers());
+
   it('places from the view it keeps for a second, and decides a no-fit again on a fresh one (a cluster another host just registered)', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
     const m = memoryPlane();
     // Another process on the same storage: its own plane, its own caches.
     const other = { ...m.plane };

@@ -2,28 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { bodyFormat, decodeApplyDocuments, decodeSingle, parseDocuments, readBodyText } from '../../shared/api/decode';
 import { ApiError, FieldError } from '../../shared/api/errors';
 import { statusReportSchema } from '../../shared/api/resources';
+import { SEED_000_CTP } from '../helpers/seedYaml';
 
-const SEED_POLICY = `apiVersion: "policy.karmada.io/v1alpha1"
-kind: "ClusterTaintPolicy"
-metadata:
-  name: "detect-cluster-not-ready"
-spec:
-  targetCluster:
-    clusterNames:
-    - "member1"
-    - "member2"
-  matchConditions:
-  - conditionType: "Ready"
-    operator: "In"
-    statusValues:
-    - "False"
-    - "Unknown"
-  taintsToAdd:
-  - key: "cluster.karmada.io/not-ready"
-    effect: PreferNoExecute
-    addOnMatchSeconds: 300
-    removeOnMismatchSeconds: 180
-`;
+const SEED_POLICY = SEED_000_CTP;
 
 function errorsOf(fn: () => unknown): { status: number; errors: FieldError[] } {
   try {
