@@ -22,7 +22,7 @@ const LAYERS = [
   },
   { files: ['shared/api/**/*.ts'], forbidden: ['controllers', 'store', 'queue', 'local', ...ABOVE_ALL], why: 'shared/api holds schemas and decoding, no I/O' },
   {
-    files: ['shared/store/**/*.ts', 'shared/queue/**/*.ts'],
+    files: ['shared/store/**/*.ts', 'shared/queue/**/*.ts', 'shared/kube/**/*.ts'],
     forbidden: ['controllers', 'local', ...ABOVE_ALL],
     why: 'adapters implement ports; they do not call controllers',
   },

@@ -26,6 +26,8 @@ import './bindingStatus';
 import './evictionTasks';
 // taints
 import './clusterMonitor';
+import './clusterProbes';
+import './karmadaSync';
 import './taintEvaluation';
 import './taintResync';
 // cluster failover

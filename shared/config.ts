@@ -181,6 +181,16 @@ export const settingsSchema = telemetrySettingsSchema.extend({
       ctx.addIssue({ code: 'custom', message: `must be a whole number of seconds ≥ 1, got "${value}"` });
       return z.NEVER;
     }),
+  // Karmada mode: a kubeconfig (YAML text or a file path) for the Karmada API server. Never echoed.
+  KARMADA_KUBECONFIG: unsetIfEmpty(z.string().optional()),
+  // Standalone probes: a kubeconfig whose context names are the cluster names. Never echoed.
+  MEMBER_KUBECONFIGS: unsetIfEmpty(z.string().optional()),
+  CLUSTER_STATUS_UPDATE_FREQUENCY_SECONDS: number(10, (n) =>
+    Number.isInteger(n) && n >= 1 && 60 % n === 0 ? undefined : 'must be a whole number of seconds that divides 60',
+  ),
+  CLUSTER_FAILURE_THRESHOLD_SECONDS: number(30, positiveInteger),
+  CLUSTER_PROBE_TIMEOUT_SECONDS: number(5, positiveInteger),
+  CLUSTER_PROBE_CONCURRENCY: number(50, (n) => (Number.isInteger(n) && n >= 1 && n <= 1000 ? undefined : 'must be a whole number between 1 and 1000')),
   AZURE_MONITOR_CLUSTER_MAP: jsonStringMap('must be a JSON object of Azure resource ID to cluster name', undefined, (id) => id.toLowerCase()),
   // The least severe JSON log line written (shared/telemetry/log.ts reads the same variable).
   LOG_LEVEL: z
@@ -221,6 +231,20 @@ export interface AppConfig {
   evictionPlugins: EvictionPlugin[];
   /** The least severe log line written. */
   logLevel: LogLevel;
+  /** Karmada mode when set: the Karmada API server's kubeconfig (YAML text or path). */
+  karmadaKubeconfig?: string;
+  /** Standalone member probes: a kubeconfig with one context per cluster (context name = cluster name). */
+  memberKubeconfigs?: string;
+  probes: ProbeSettings;
+}
+
+export interface ProbeSettings {
+  /** Seconds between probe rounds (Karmada's --cluster-status-update-frequency). */
+  updateFrequencySeconds: number;
+  /** A new answer must hold this long before Ready flips (Karmada's --cluster-failure-threshold / --cluster-success-threshold). */
+  failureThresholdSeconds: number;
+  probeTimeoutSeconds: number;
+  probeConcurrency: number;
 }
 
 export interface AlertSettings {
@@ -238,6 +262,16 @@ export interface AuthSettings {
   adminToken?: string;
   alertmanagerToken?: string;
   azureMonitorToken?: string;
+}
+
+/**
+ * The probe timer's NCRONTAB schedule. Read at registration (a schedule is fixed when the function is
+ * registered); an invalid value falls back to the default here and is reported by loadConfig at the first
+ * invocation.
+ */
+export function probeSchedule(env: NodeJS.ProcessEnv): string {
+  const seconds = Number(env.CLUSTER_STATUS_UPDATE_FREQUENCY_SECONDS || 10);
+  return `*/${Number.isInteger(seconds) && seconds >= 1 && 60 % seconds === 0 ? seconds : 10} * * * * *`;
 }
 
 export class ConfigError extends Error {
@@ -279,6 +313,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     gracefulEvictionTimeoutSeconds: s.GRACEFUL_EVICTION_TIMEOUT_SECONDS,
     evictionPlugins: s.EVICTION_PLUGINS,
     logLevel: s.LOG_LEVEL,
+    ...(s.KARMADA_KUBECONFIG ? { karmadaKubeconfig: s.KARMADA_KUBECONFIG } : {}),
+    ...(s.MEMBER_KUBECONFIGS ? { memberKubeconfigs: s.MEMBER_KUBECONFIGS } : {}),
+    probes: {
+      updateFrequencySeconds: s.CLUSTER_STATUS_UPDATE_FREQUENCY_SECONDS,
+      failureThresholdSeconds: s.CLUSTER_FAILURE_THRESHOLD_SECONDS,
+      probeTimeoutSeconds: s.CLUSTER_PROBE_TIMEOUT_SECONDS,
+      probeConcurrency: s.CLUSTER_PROBE_CONCURRENCY,
+    },
     alerts: {
       alertmanager: { clusterLabel: s.ALERTMANAGER_CLUSTER_LABEL, conditionLabel: s.ALERTMANAGER_CONDITION_LABEL, statusLabel: s.ALERTMANAGER_STATUS_LABEL },
       azureMonitorClusterMap: s.AZURE_MONITOR_CLUSTER_MAP,

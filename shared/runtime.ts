@@ -1,15 +1,26 @@
+import { hostname } from 'node:os';
 import { systemClock } from './clock';
 import { AppConfig, loadConfig } from './config';
 import type {
   ApplicationFailoverMessage,
   ControlPlane,
   EvictionMessage,
+  IndexedPlacement,
+  KarmadaConnection,
+  KarmadaPorts,
   SchedulerMessage,
+  SyncCursor,
   TaintEvaluationMessage,
   TaintManagerMessage,
 } from './controllers/ports';
 import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from './controllers/records';
+import { KarmadaBindingStore } from './controllers/state/karmada/bindingStore';
+import { ClusterOverlay, KarmadaClusterStore } from './controllers/state/karmada/clusterStore';
+import { KubeMirroredEventLog } from './controllers/state/karmada/kubeEvents';
+import { karmadaPropagationPolicyStore, karmadaTaintPolicyStore } from './controllers/state/karmada/policyStores';
+import { KarmadaMemberDirectory, StaticMemberDirectory } from './controllers/state/members';
 import { warnAboutAuth } from './http/auth';
+import { ClientNodeProber, lazyKubeApi, membersFromKubeconfig } from './kube/clientNode';
 import { QUEUES, StorageMessageQueue } from './queue/storageQueue';
 import { StorageClients, storageFromConnectionString, storageFromIdentity } from './store/connection';
 import { TableLedger } from './store/ledgerTable';
@@ -24,10 +35,37 @@ import { FailoverMetrics } from './telemetry/metrics';
 let cached: ControlPlane | undefined;
 
 export function createControlPlane(storage: StorageClients, config: AppConfig, overrides: Partial<ControlPlane> = {}): ControlPlane {
+  const log = overrides.log ?? jsonLogger();
+  const events = new TableEventLog(storage.table(TABLES.events));
+  const karmadaTable = storage.table(TABLES.karmada);
+  const karmada: KarmadaPorts | undefined = config.karmadaKubeconfig
+    ? {
+        api: overrides.karmada?.api ?? lazyKubeApi(config.karmadaKubeconfig),
+        cursors: new TableDocumentStore<SyncCursor>(karmadaTable, 'cursor'),
+        connection: new TableDocumentStore<KarmadaConnection>(karmadaTable, 'connection'),
+        placements: new TableDocumentStore<IndexedPlacement>(karmadaTable, 'placement'),
+      }
+    : undefined;
+  // Karmada mode: Karmada's kinds live in its API server; our tables keep only what Karmada has no place for.
+  const karmadaStores = karmada
+    ? {
+        clusters: new KarmadaClusterStore(karmada.api, new TableDocumentStore<ClusterOverlay>(karmadaTable, 'cluster')),
+        policies: karmadaTaintPolicyStore(karmada.api, log),
+        bindings: new KarmadaBindingStore(karmada.api),
+        propagationPolicies: karmadaPropagationPolicyStore(karmada.api, log),
+        events: new KubeMirroredEventLog(events, karmada.api, log, `${hostname()}-${process.pid}`),
+        karmada,
+        members: { directory: new KarmadaMemberDirectory(karmada.api, log), prober: new ClientNodeProber() },
+      }
+    : {};
+  const memberKubeconfigs = config.memberKubeconfigs;
+  const standaloneMembers = memberKubeconfigs
+    ? { members: { directory: new StaticMemberDirectory(onceAsync(() => membersFromKubeconfig(memberKubeconfigs))), prober: new ClientNodeProber() } }
+    : {};
   return {
     clusters: new TableDocumentStore<ClusterRecord>(storage.table(TABLES.clusters), 'cluster'),
     policies: new TableDocumentStore<PolicyRecord>(storage.table(TABLES.policies), 'policy'),
-    events: new TableEventLog(storage.table(TABLES.events)),
+    events,
     evaluations: new StorageMessageQueue<TaintEvaluationMessage>(storage.queue(QUEUES.taintEvaluations)),
     bindings: new TableDocumentStore<BindingRecord>(storage.table(TABLES.bindings), 'binding'),
     propagationPolicies: new TableDocumentStore<PropagationPolicyRecord>(storage.table(TABLES.propagationPolicies), 'propagationpolicy'),
@@ -39,10 +77,23 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
     applicationFailover: new StorageMessageQueue<ApplicationFailoverMessage>(storage.queue(QUEUES.applicationFailover)),
     metrics: new FailoverMetrics(),
     clock: systemClock,
-    config,
-    log: jsonLogger(),
+    // Karmada mode: a cluster exists when Karmada has it; a report never registers one.
+    config: karmada ? { ...config, autoRegisterClusters: false } : config,
+    log,
+    ...standaloneMembers,
+    ...karmadaStores,
     ...overrides,
   };
+}
+
+/** Runs `load` once (again after a failure). */
+function onceAsync<T>(load: () => Promise<T>): () => Promise<T> {
+  let pending: Promise<T> | undefined;
+  return () =>
+    (pending ??= load().catch((error: unknown) => {
+      pending = undefined;
+      throw error;
+    }));
 }
 
 /** The connection string when there is one (local, Azurite), else the identity settings (Azure). */

@@ -21,6 +21,14 @@ export class ApiError extends Error {
   }
 }
 
+/** Karmada mode: Karmada owns these objects; they are applied to its API server, not to this API (409). */
+export class ManagedInKarmadaError extends ApiError {
+  constructor(readonly kind: string) {
+    super(409, `${kind} objects are managed in Karmada in Karmada mode: apply them to the Karmada API server (kubectl apply -f), not to this API`);
+    this.name = 'ManagedInKarmadaError';
+  }
+}
+
 export const badRequest = (errors: FieldError[], message = 'invalid request') => new ApiError(400, message, errors);
 export const notFound = (message: string) => new ApiError(404, message);
 export const conflict = (message: string, errors: FieldError[] = []) => new ApiError(409, message, errors);

@@ -1,4 +1,5 @@
 import type { AppliedObject } from '../api/decode';
+import { ManagedInKarmadaError } from '../api/errors';
 import { mapConcurrent } from '../concurrency';
 import { applyBinding } from './bindings';
 import { applyCluster } from './clusters';
@@ -19,6 +20,9 @@ const TEMPLATE_CONCURRENCY = 16;
  * template and its policy in one request derive the binding once). Results in the order given.
  */
 export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]): Promise<Array<{ kind: string; name: string; action: ApplyAction }>> {
+  // Karmada mode: every kind we accept is Karmada's, applied to its API server (nothing here is half-applied).
+  const first = objects[0];
+  if (plane.karmada && first) throw new ManagedInKarmadaError(first.kind === 'ResourceTemplate' ? first.object.kind : first.kind);
   const actions = new Array<ApplyAction>(objects.length);
   const templates: number[] = [];
   for (const [index, item] of objects.entries()) {

@@ -1,3 +1,4 @@
+import { ApiError } from '../api/errors';
 import type { BindingStatusReport } from '../api/resources';
 import { bindingKey, BindingRef } from '../failover/bindingModel';
 import { confirmEvictionTask, reportWorkloadStatus } from './applicationFailover';
@@ -10,6 +11,9 @@ import { bindingResource } from './views';
  * Unhealthy stretch, a due eviction) and the graceful-eviction sweep of that binding. Undefined: no binding.
  */
 export async function reportBindingStatus(plane: ControlPlane, ref: BindingRef, report: BindingStatusReport) {
+  if (plane.karmada) {
+    throw new ApiError(409, "Karmada mode: a binding's status.aggregatedStatus is written by Karmada's binding-status controller and read from there");
+  }
   const key = bindingKey(ref);
   const outcome = await reportWorkloadStatus(plane, key, report);
   if (!outcome.found) return undefined;

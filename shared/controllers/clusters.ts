@@ -165,11 +165,15 @@ export async function reportClusterStatus(
  * startup grace period if they never reported. Returns the names it marked.
  */
 export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<string[]> {
+  // Karmada mode: Karmada's cluster controller watches the leases and marks Ready Unknown itself.
+  if (plane.karmada) return [];
   const grace = plane.config.clusterMonitorGracePeriodSeconds;
   const startupGrace = plane.config.clusterStartupGracePeriodSeconds;
   const now = plane.clock.now();
   const clusters = await plane.clusters.list();
   const stale = clusters.filter(({ value }) => {
+    // A probed cluster is watched by its probes, which mark it not reachable themselves.
+    if (value.probe) return false;
     const verdict = heartbeatVerdict(
       { lastReportAt: value.lastReportAt, registeredAt: value.createdAt, readyCondition: value.conditions.find((c) => c.type === 'Ready') },
       now,

@@ -2,10 +2,47 @@ import { z } from 'zod';
 import type { Clock } from '../clock';
 import type { AppConfig } from '../config';
 import type { EvictionRecord } from '../failover/bindingModel';
+import type { KubeApi, MemberEndpoint, MemberProber } from '../kube/api';
 import type { DocumentStore, EventLog, EvictionLedger, MessageQueue } from '../store/ports';
 import type { Logger } from '../telemetry/log';
 import type { FailoverMetrics } from '../telemetry/metrics';
 import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from './records';
+
+/** Where a watch of one kind got to: resume from here after a restart or on another instance. */
+export interface SyncCursor {
+  resourceVersion: string;
+  updatedAt: string;
+}
+
+/** Where a Karmada binding is placed, as the placement index last recorded it (its resourceVersion then). */
+export interface IndexedPlacement {
+  clusters: string[];
+  resourceVersion: string;
+}
+
+/** The Karmada API server's reachability as the last sync saw it: what /api/healthz and /api/fleet report. */
+export interface KarmadaConnection {
+  state: 'ok' | 'degraded';
+  /** Why it is degraded: the verb and resource that failed, and how. */
+  reason?: string;
+  since: string;
+  checkedAt: string;
+}
+
+/** Karmada mode: Karmada's objects are read from and written to its API server. */
+export interface KarmadaPorts {
+  api: KubeApi;
+  /** The sync cursors (one per kind) and the connection row, in the app's own table. */
+  cursors: DocumentStore<SyncCursor>;
+  connection: DocumentStore<KarmadaConnection>;
+  /** Per binding, the clusters its placement rows were written for: a watch event carries only the new object. */
+  placements: DocumentStore<IndexedPlacement>;
+}
+
+/** Which clusters can be probed, and how (Karmada: spec.apiEndpoint + the secretRef's Secret; standalone: a kubeconfig). */
+export interface MemberDirectory {
+  endpoints(clusters: ClusterRecord[]): Promise<MemberEndpoint[]>;
+}
 
 export type { DocumentStore, EventLog, EvictionLedger, MessageQueue } from '../store/ports';
 
@@ -17,7 +54,7 @@ export type { DocumentStore, EventLog, EvictionLedger, MessageQueue } from '../s
 /** A request to re-evaluate one cluster's taints, now or at `dueAt`. */
 export const taintEvaluationMessage = z.object({
   cluster: z.string().min(1).max(63),
-  reason: z.enum(['deadline', 'policy-changed', 'resync']),
+  reason: z.enum(['deadline', 'policy-changed', 'resync', 'watch']),
   dueAt: z.iso.datetime({ offset: true }).optional(),
 });
 export type TaintEvaluationMessage = z.infer<typeof taintEvaluationMessage>;
@@ -75,6 +112,10 @@ export interface ControlPlane {
   evictions: MessageQueue<EvictionMessage>;
   scheduler: MessageQueue<SchedulerMessage>;
   applicationFailover: MessageQueue<ApplicationFailoverMessage>;
+  /** Set in Karmada mode (KARMADA_KUBECONFIG). */
+  karmada?: KarmadaPorts;
+  /** Set when member clusters can be probed. */
+  members?: { directory: MemberDirectory; prober: MemberProber };
   metrics: FailoverMetrics;
   clock: Clock;
   config: AppConfig;

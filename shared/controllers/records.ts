@@ -3,6 +3,7 @@ import { type BindingSpec, type ClusterSpecInput, type ClusterTaintPolicySpec, i
 import type { WorkloadStatusItem } from '../failover/applicationFailover';
 import type { BindingKind } from '../failover/bindingModel';
 import type { AnyTaintPolicy, ClusterFacts, ClusterTaint, Condition, PolicyWindow } from '../failover/model';
+import type { ProbeState } from '../failover/probe';
 import type { InheritedField, PolicyRef } from '../failover/propagation';
 
 /** What every stored object carries, as Kubernetes metadata. */
@@ -31,6 +32,8 @@ export interface ClusterRecord extends StoredMetadata {
   policyWindows: Record<string, PolicyWindow>;
   /** The deadline a delayed evaluation message is already queued for. */
   evaluationScheduledFor?: string;
+  /** Pull-mode health: the current run of probe answers (only a change of outcome is written). */
+  probe?: ProbeState;
 }
 
 /** A ClusterTaintPolicy as stored: its spec is of the seed shape or of Karmada's (never both). */

@@ -30,6 +30,8 @@ export type ScheduleOutcome = 'scheduled' | 'no-fit' | 'up-to-date' | 'absent';
  * keeps the placement and writes Scheduled=False/NoClusterFit with why each cluster was rejected.
  */
 export async function scheduleBinding(plane: ControlPlane, key: string, trace?: TraceCarrier, current?: Versioned<BindingRecord>): Promise<ScheduleOutcome> {
+  // Karmada mode: Karmada's scheduler places bindings; ours does not run.
+  if (plane.karmada) return Promise.resolve('up-to-date');
   return inSpan('scheduler.place', { attributes: { [ATTR.binding]: key }, ...(trace ? { parent: trace } : {}) }, async () => {
     const outcome = await place(plane, key, current);
     annotate({ [ATTR.outcome]: outcome });
@@ -113,6 +115,7 @@ async function place(plane: ControlPlane, key: string, current?: Versioned<Bindi
 
 /** The scheduler's resync: every binding whose scheduled generation is behind, in its failure's trace. */
 export async function scheduleAll(plane: ControlPlane): Promise<number> {
+  if (plane.karmada) return 0;
   let scheduled = 0;
   for (const entry of await plane.bindings.list()) {
     if (

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { QueueClient } from '@azure/storage-queue';
+import { signalShutdown } from '../shutdown';
 import type { LeaseStore } from '../store/ports';
 import type { Logger } from '../telemetry/log';
 import type { RegisteredFunction } from './functionsCore';
@@ -73,6 +74,7 @@ export class LocalFunctionsHost {
   async stop(): Promise<void> {
     if (this.lifecycle.stopping) return;
     this.lifecycle.stop();
+    signalShutdown();
     const closed = this.http.close();
     await Promise.allSettled(this.loops);
     await this.lifecycle.drain();

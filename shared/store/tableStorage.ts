@@ -11,6 +11,8 @@ export const TABLES = {
   ledger: 'ledger',
   propagationPolicies: 'propagationpolicies',
   templates: 'resourcetemplates',
+  // Karmada mode: what Karmada has no place for (cluster overlays, sync cursors, the connection, the binding placement index).
+  karmada: 'karmadastate',
 } as const;
 
 // A string property holds at most 32 Ki UTF-16 units; documents are split into chunks below that.

@@ -91,7 +91,7 @@ const RULES: Array<[string, (f: string) => boolean, (f: string) => boolean, stri
   ['resource shapes', under('shared/api/'), (t) => !under('shared/api/')(t) && !under('shared/failover/')(t), 'schemas and decoding need no I/O'],
   [
     'adapters',
-    (f) => under('shared/store/')(f) || under('shared/queue/')(f),
+    (f) => under('shared/store/')(f) || under('shared/queue/')(f) || under('shared/kube/')(f),
     (t) => under('shared/controllers/')(t) || under('shared/local/')(t),
     'adapters implement ports; they do not call controllers',
   ],

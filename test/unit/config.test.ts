@@ -20,6 +20,7 @@ describe('app settings', () => {
       auth: { mode: 'required', signingKey: undefined, clusterKeys: {}, adminToken: undefined, alertmanagerToken: undefined, azureMonitorToken: undefined },
       evictionPlugins: ['ResourceHealth'],
       logLevel: 'info',
+      probes: { updateFrequencySeconds: 10, failureThresholdSeconds: 30, probeTimeoutSeconds: 5, probeConcurrency: 50 },
       alerts: { alertmanager: { clusterLabel: 'cluster', conditionLabel: 'condition', statusLabel: 'condition_status' }, azureMonitorClusterMap: {} },
     });
   });
@@ -44,6 +45,9 @@ describe('app settings', () => {
     [{ LOG_LEVEL: 'verbose' }, 'LOG_LEVEL: must be one of debug, info, warn, error, got "verbose"'],
     [{ LOG_LEVEL: 'warning' }, 'LOG_LEVEL: must be one of debug, info, warn, error, got "warning"'],
     [{ LOG_LEVEL: '2' }, 'LOG_LEVEL: must be one of debug, info, warn, error, got "2"'],
+    [{ CLUSTER_STATUS_UPDATE_FREQUENCY_SECONDS: '7' }, 'CLUSTER_STATUS_UPDATE_FREQUENCY_SECONDS: must be a whole number of seconds that divides 60, got "7"'],
+    [{ CLUSTER_FAILURE_THRESHOLD_SECONDS: '0' }, 'CLUSTER_FAILURE_THRESHOLD_SECONDS: must be a whole number ≥ 1, got "0"'],
+    [{ CLUSTER_PROBE_CONCURRENCY: '5000' }, 'CLUSTER_PROBE_CONCURRENCY: must be a whole number between 1 and 1000, got "5000"'],
   ];
   it.each(invalid)('refuses %j, naming the setting', (env, problem) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);

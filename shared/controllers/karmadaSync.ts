@@ -1,0 +1,291 @@
+import type { BindingStatusReport } from '../api/resources';
+import type { BindingKind } from '../failover/bindingModel';
+import { isFaultyTaint } from '../failover/evictionDecision';
+import { isGone, KARMADA, KubeApiError, KubeObject, KubeResource, WatchEvent } from '../kube/api';
+import { ConcurrencyError, Versioned } from '../store/ports';
+import { reportWorkloadStatus } from './applicationFailover';
+import { sweepBinding } from './gracefulEviction';
+import type { ControlPlane, IndexedPlacement, KarmadaConnection, KarmadaPorts, SyncCursor } from './ports';
+import type { BindingRecord } from './records';
+import { placementsOf } from './state/bindingWrites';
+import { bindingKeyOf, toBindingRecord } from './state/karmada/bindingStore';
+import { toRecord } from './state/karmada/clusterStore';
+import { listAll } from './state/karmada/kubeObjects';
+import { fleetClusters, forgetFleet, forgetTaintPolicies } from './state/reads';
+import { fanOutEvaluations } from './taintEvaluation';
+
+/**
+ * Change detection against the Karmada API server, shaped for Functions: one bounded invocation (a timer)
+ * lists once, then watches from the stored resourceVersion with bookmarks until its time is up, and stores
+ * where it got to. The next invocation, on this instance or another, resumes from there; a 410 Gone
+ * relists. Each change becomes the message our own API would have sent for it (evaluate a cluster, plan a
+ * cluster's evictions, sweep a binding), so the rest of the app does not know where the change came from.
+ */
+
+interface SyncedKind {
+  key: string;
+  resource: KubeResource;
+  /** Handles one object that was added or changed (or, with `deleted`, removed). */
+  handle: (plane: ControlPlane, object: KubeObject, deleted: boolean) => Promise<void>;
+  /** After a (re)list: every object as it is now. */
+  relisted: (plane: ControlPlane, objects: KubeObject[]) => Promise<void>;
+}
+
+export interface KindReport {
+  events: number;
+  relisted: boolean;
+  resourceVersion: string;
+}
+
+export interface SyncReport {
+  kinds: Record<string, KindReport>;
+  /** The verb and resource that failed, when the API server could not be used. */
+  degraded?: string;
+}
+
+const CURSOR_SAVE_EVERY = 200;
+
+/** Per process: the faulty taints last seen per cluster, so a taint someone else added reaches the taint manager once. */
+const seenFaulty = new WeakMap<object, Map<string, string>>();
+
+const clusters: SyncedKind = {
+  key: 'clusters',
+  resource: KARMADA.clusters,
+  async handle(plane, object, deleted) {
+    forgetFleet(plane);
+    const name = object.metadata.name;
+    const seen = seenFaulty.get(plane) ?? new Map<string, string>();
+    seenFaulty.set(plane, seen);
+    const faulty = deleted
+      ? ''
+      : toRecord(object, undefined)
+          .taints.filter(isFaultyTaint)
+          .map((t) => `${t.key}:${t.effect}@${t.timeAdded}`)
+          .sort()
+          .join(',');
+    if (seen.get(name) !== faulty) {
+      seen.set(name, faulty);
+      await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
+    }
+    if (!deleted) await plane.evaluations.send({ cluster: name, reason: 'watch' });
+  },
+  async relisted(plane, objects) {
+    forgetFleet(plane);
+    for (const object of objects) await clusters.handle(plane, object, false);
+  },
+};
+
+const taintPolicies: SyncedKind = {
+  key: 'clustertaintpolicies',
+  resource: KARMADA.clusterTaintPolicies,
+  async handle(plane) {
+    forgetTaintPolicies(plane);
+    await fanOutEvaluations(plane);
+  },
+  async relisted(plane) {
+    forgetTaintPolicies(plane);
+    await fanOutEvaluations(plane);
+  },
+};
+
+const bindingKind = (kind: BindingKind, resource: KubeResource, key: string): SyncedKind => {
+  const synced: SyncedKind = {
+    key,
+    resource,
+    handle: (plane, object, deleted) => bindingChanged(plane, object, kind, deleted),
+    async relisted(plane, objects) {
+      const karmada = plane.karmada!;
+      const listed = new Set(objects.map((o) => bindingKeyOf(o, kind)));
+      // A binding deleted while nobody watched leaves index rows behind: drop them.
+      const prefix = kind === 'ResourceBinding' ? 'rb:' : 'crb:';
+      const indexed = await karmada.placements.list();
+      for (const entry of indexed) {
+        if (entry.id.startsWith(prefix) && !listed.has(entry.id)) await dropPlacements(plane, entry.id, entry);
+      }
+      const byId = new Map(indexed.map((entry) => [entry.id, entry]));
+      for (const object of objects) {
+        const known = byId.get(bindingKeyOf(object, kind));
+        // Unchanged since it was indexed: nothing to do (a relist costs one listing, not one write per binding).
+        if (known && known.value.resourceVersion === object.metadata.resourceVersion) continue;
+        await bindingChanged(plane, object, kind, false, known);
+      }
+    },
+  };
+  return synced;
+};
+
+const SYNCED: SyncedKind[] = [
+  clusters,
+  taintPolicies,
+  bindingKind('ResourceBinding', KARMADA.resourceBindings, 'resourcebindings'),
+  bindingKind('ClusterResourceBinding', KARMADA.clusterResourceBindings, 'clusterresourcebindings'),
+];
+
+async function bindingChanged(
+  plane: ControlPlane,
+  object: KubeObject,
+  kind: BindingKind,
+  deleted: boolean,
+  known?: Versioned<IndexedPlacement>,
+): Promise<void> {
+  const key = bindingKeyOf(object, kind);
+  const karmada = plane.karmada!;
+  const indexed = known ?? (await karmada.placements.get(key));
+  if (deleted) {
+    await dropPlacements(plane, key, indexed);
+    return;
+  }
+  const record = toBindingRecord(object, kind);
+  await indexPlacements(plane, karmada, key, record, object.metadata.resourceVersion ?? '', indexed);
+  // Placed on a faulty cluster: that cluster's taint manager plans it.
+  const faulty = new Set((await fleetClusters(plane)).filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name));
+  for (const target of record.spec.clusters ?? []) {
+    if (faulty.has(target.name)) await plane.taintManager.send({ cluster: target.name, reason: 'binding-changed' });
+  }
+  if ((record.spec.gracefulEvictionTasks ?? []).length > 0) await sweepBinding(plane, key);
+  if (record.spec.failover?.application && record.status.aggregatedStatus?.length) {
+    // Karmada's binding-status controller wrote the health: fold it in as a report would be.
+    const report: BindingStatusReport = {
+      aggregatedStatus: record.status.aggregatedStatus.map((item) => ({
+        clusterName: item.clusterName,
+        health: item.health ?? 'Unknown',
+        ...(item.applied !== undefined ? { applied: item.applied } : {}),
+        ...(item.status ? { status: item.status } : {}),
+      })),
+    };
+    await reportWorkloadStatus(plane, key, report);
+  }
+}
+
+async function indexPlacements(
+  plane: ControlPlane,
+  karmada: KarmadaPorts,
+  key: string,
+  record: BindingRecord,
+  resourceVersion: string,
+  indexed: Versioned<IndexedPlacement> | undefined,
+): Promise<void> {
+  const now = (record.spec.clusters ?? []).map((c) => c.name);
+  const rows = placementsOf(record);
+  if (rows.length > 0) await plane.ledger.upsertPlacements(rows);
+  const left = (indexed?.value.clusters ?? []).filter((c) => !now.includes(c));
+  await Promise.all(left.map((cluster) => plane.ledger.removePlacement(cluster, key, record.rev)));
+  const value: IndexedPlacement = { clusters: now, resourceVersion };
+  try {
+    if (indexed) await karmada.placements.replace(key, value, indexed.etag);
+    else await karmada.placements.create(key, value);
+  } catch (error) {
+    // Another sync indexed it meanwhile; its row is at least as new.
+    if (!(error instanceof ConcurrencyError)) throw error;
+  }
+}
+
+async function dropPlacements(plane: ControlPlane, key: string, indexed: Versioned<IndexedPlacement> | undefined): Promise<void> {
+  if (!indexed) return;
+  await Promise.all(indexed.value.clusters.map((cluster) => plane.ledger.removePlacement(cluster, key, Number.MAX_SAFE_INTEGER)));
+  await plane.karmada!.placements.delete(key, indexed.etag).catch((error: unknown) => {
+    if (!(error instanceof ConcurrencyError)) throw error;
+  });
+}
+
+/**
+ * One sync invocation: every kind in parallel, each watching for at most `budgetSeconds`. Never throws for
+ * an unusable API server: the connection row says degraded, with the verb and resource that failed.
+ */
+export async function syncKarmada(plane: ControlPlane, budgetSeconds: number, signal?: AbortSignal): Promise<SyncReport> {
+  const karmada = plane.karmada;
+  if (!karmada) return { kinds: {} };
+  const deadline = Date.now() + budgetSeconds * 1000;
+  const results = await Promise.allSettled(SYNCED.map((kind) => syncKind(plane, karmada, kind, deadline, signal)));
+  const kinds: Record<string, KindReport> = {};
+  let degraded: string | undefined;
+  results.forEach((result, i) => {
+    if (result.status === 'fulfilled') kinds[SYNCED[i].key] = result.value;
+    else if (result.reason instanceof KubeApiError) degraded ??= result.reason.message;
+    else throw result.reason;
+  });
+  await recordConnection(plane, karmada, degraded);
+  return { kinds, ...(degraded ? { degraded } : {}) };
+}
+
+async function syncKind(plane: ControlPlane, karmada: KarmadaPorts, kind: SyncedKind, deadline: number, signal?: AbortSignal): Promise<KindReport> {
+  let cursor = await karmada.cursors.get(kind.key);
+  let resourceVersion = cursor?.value.resourceVersion;
+  let relisted = false;
+  let events = 0;
+  let unsaved = 0;
+  const save = async () => {
+    if (!resourceVersion || resourceVersion === cursor?.value.resourceVersion) return;
+    const value: SyncCursor = { resourceVersion, updatedAt: plane.clock.now().toISOString() };
+    // Conditional: when another instance moved the cursor, it is syncing; this one stops.
+    const etag = cursor ? await karmada.cursors.replace(kind.key, value, cursor.etag) : await karmada.cursors.create(kind.key, value);
+    cursor = { value, etag };
+    unsaved = 0;
+  };
+  const relist = async () => {
+    const { items, resourceVersion: listedAt } = await listAll(karmada.api, kind.resource);
+    await kind.relisted(plane, items);
+    resourceVersion = listedAt;
+    relisted = true;
+    await save();
+  };
+  try {
+    if (!resourceVersion) await relist();
+    await watchUntil();
+    await save();
+  } catch (error) {
+    // Another instance moved the cursor: it is syncing this kind now.
+    if (!(error instanceof ConcurrencyError)) throw error;
+  }
+  return { events, relisted, resourceVersion: resourceVersion ?? '' };
+
+  async function watchUntil() {
+    while (!signal?.aborted) {
+      const remaining = Math.floor((deadline - Date.now()) / 1000);
+      if (remaining < 1) break;
+      try {
+        await karmada.api.watch(
+          kind.resource,
+          { resourceVersion: resourceVersion!, timeoutSeconds: remaining, ...(signal ? { signal } : {}) },
+          async (event: WatchEvent) => {
+            if (event.type === 'BOOKMARK') {
+              resourceVersion = event.resourceVersion;
+              await save();
+              return;
+            }
+            await kind.handle(plane, event.object, event.type === 'DELETED');
+            resourceVersion = event.object.metadata.resourceVersion ?? resourceVersion;
+            events++;
+            if (++unsaved >= CURSOR_SAVE_EVERY) await save();
+          },
+        );
+      } catch (error) {
+        if (!isGone(error)) throw error;
+        await relist();
+      }
+    }
+  }
+}
+
+const CONNECTION = 'karmada';
+
+async function recordConnection(plane: ControlPlane, karmada: KarmadaPorts, degraded: string | undefined): Promise<void> {
+  const now = plane.clock.now().toISOString();
+  const current = await karmada.connection.get(CONNECTION);
+  const state: KarmadaConnection['state'] = degraded ? 'degraded' : 'ok';
+  if (current && current.value.state === state && current.value.reason === degraded) return;
+  const value: KarmadaConnection = { state, ...(degraded ? { reason: degraded } : {}), since: now, checkedAt: now };
+  try {
+    if (current) await karmada.connection.replace(CONNECTION, value, current.etag);
+    else await karmada.connection.create(CONNECTION, value);
+  } catch (error) {
+    if (!(error instanceof ConcurrencyError)) throw error;
+  }
+  if (degraded) plane.log.error('Karmada API server unusable: failing safe (no taint removed, no eviction)', { reason: degraded });
+  else if (current) plane.log.info('Karmada API server usable again');
+}
+
+/** The connection as the last sync saw it (undefined in standalone mode or before the first sync). */
+export async function karmadaConnection(plane: ControlPlane): Promise<KarmadaConnection | undefined> {
+  return plane.karmada ? (await plane.karmada.connection.get(CONNECTION))?.value : undefined;
+}

@@ -1,0 +1,94 @@
+import { mapConcurrent } from '../concurrency';
+import { mergeConditions } from '../failover/conditions';
+import { probeDecision } from '../failover/probe';
+import type { MemberEndpoint } from '../kube/api';
+import type { ControlPlane } from './ports';
+import type { ClusterRecord } from './records';
+import { updateCluster } from './state/clusterWrites';
+import { clusterEvent } from './state/events';
+
+export interface ProbeRound {
+  probed: number;
+  ok: number;
+  failed: number;
+  /** Clusters whose Ready condition this round changed. */
+  changed: string[];
+  durationMs: number;
+}
+
+/**
+ * One probe round (seed 001, push mode): GET /readyz on every cluster with an endpoint and credentials,
+ * a bounded number at a time, then the Ready condition where a run of answers has held for the
+ * threshold. A cluster whose answers did not change costs no write.
+ */
+export async function probeClusters(plane: ControlPlane): Promise<ProbeRound> {
+  const started = Date.now();
+  const members = plane.members;
+  if (!members) return { probed: 0, ok: 0, failed: 0, changed: [], durationMs: 0 };
+  const clusters = (await plane.clusters.list()).map((entry) => entry.value);
+  const endpoints = await members.directory.endpoints(clusters);
+  const byName = new Map(clusters.map((c) => [c.name, c]));
+  const { probeTimeoutSeconds, probeConcurrency } = plane.config.probes;
+  const changed: string[] = [];
+  let ok = 0;
+  await mapConcurrent(endpoints, probeConcurrency, async (endpoint) => {
+    const result = await members.prober.probe(endpoint, probeTimeoutSeconds * 1000);
+    if (result.outcome === 'ok') ok++;
+    const before = byName.get(endpoint.cluster);
+    if (before && !decide(plane, before, result, plane.clock.now()).write) return;
+    if (await recordProbe(plane, endpoint, result)) changed.push(endpoint.cluster);
+  });
+  return { probed: endpoints.length, ok, failed: endpoints.length - ok, changed, durationMs: Date.now() - started };
+}
+
+function decide(plane: ControlPlane, cluster: ClusterRecord, result: { outcome: 'ok' | 'notOk' | 'unreachable'; detail?: string }, now: Date) {
+  const threshold = plane.config.probes.failureThresholdSeconds;
+  const decision = probeDecision({
+    previous: cluster.probe,
+    outcome: result.outcome,
+    ...(result.detail ? { detail: result.detail } : {}),
+    ready: cluster.conditions.find((c) => c.type === 'Ready'),
+    // A pushed report within the threshold speaks for the cluster (the push comes from inside it).
+    pushFresh: cluster.lastReportAt !== undefined && now.getTime() - Date.parse(cluster.lastReportAt) < threshold * 1000,
+    now,
+    thresholdSeconds: threshold,
+  });
+  return { decision, write: decision.probeChanged || decision.ready !== undefined };
+}
+
+async function recordProbe(
+  plane: ControlPlane,
+  endpoint: MemberEndpoint,
+  result: { outcome: 'ok' | 'notOk' | 'unreachable'; detail?: string },
+): Promise<boolean> {
+  let readyChanged = false;
+  await updateCluster(plane, endpoint.cluster, (current, now) => {
+    if (!current) return { unchanged: undefined };
+    const { decision, write } = decide(plane, current, result, now);
+    if (!write) return { unchanged: undefined };
+    current.probe = decision.probe;
+    if (!decision.ready) return { record: current, result: undefined };
+    const merged = mergeConditions(current.conditions, [decision.ready], now.toISOString());
+    current.conditions = merged.conditions;
+    readyChanged = true;
+    const { status, reason } = decision.ready;
+    return {
+      record: current,
+      result: undefined,
+      events: [
+        clusterEvent(
+          current.name,
+          now,
+          'ConditionChanged',
+          `condition Ready is now ${status} (${reason}) from probing ${endpoint.server}`,
+          status === 'True' ? 'Normal' : 'Warning',
+          {
+            condition: decision.ready,
+            source: 'probe',
+          },
+        ),
+      ],
+    };
+  });
+  return readyChanged;
+}

@@ -1,0 +1,101 @@
+import { createHash } from 'node:crypto';
+import { KARMADA, KubeApi, KubeApiError, KubeResource } from '../../../kube/api';
+import type { EventLog, EventQuery, EventRecord } from '../../../store/ports';
+import type { Logger } from '../../../telemetry/log';
+
+/** The namespace Kubernetes puts events about cluster-scoped objects in. */
+const CLUSTER_SCOPED_EVENTS_NAMESPACE = 'default';
+const REPORTING_CONTROLLER = 'failover.io/cluster-failover';
+
+const REGARDING: Record<string, KubeResource> = {
+  Cluster: KARMADA.clusters,
+  ClusterTaintPolicy: KARMADA.clusterTaintPolicies,
+  ResourceBinding: KARMADA.resourceBindings,
+  ClusterResourceBinding: KARMADA.clusterResourceBindings,
+};
+
+/** RFC 3339 with exactly six fractional digits: the API server refuses a MicroTime with milliseconds. */
+export function microTime(iso: string): string {
+  const date = new Date(iso);
+  return `${date.toISOString().slice(0, 19)}.${String(date.getUTCMilliseconds()).padStart(3, '0')}000Z`;
+}
+
+/**
+ * Our event history, and each event on a Karmada object also as an `events.k8s.io/v1` Event, so
+ * `kubectl describe cluster member1` says why it is tainted. The Kubernetes copy is best effort: a
+ * decision is never undone because its event could not be posted (the table keeps it).
+ */
+export class KubeMirroredEventLog implements EventLog {
+  private readonly uids = new Map<string, string>();
+
+  constructor(
+    private readonly inner: EventLog,
+    private readonly api: KubeApi,
+    private readonly log: Logger,
+    private readonly instance: string,
+  ) {}
+
+  list(query: EventQuery): Promise<EventRecord[]> {
+    return this.inner.list(query);
+  }
+
+  async append(events: EventRecord[]): Promise<void> {
+    await this.inner.append(events);
+    await Promise.all(events.filter((e) => REGARDING[e.kind]).map((e) => this.post(e)));
+  }
+
+  private async post(event: EventRecord): Promise<void> {
+    const resource = REGARDING[event.kind];
+    const [namespace, name] = resource.namespaced && event.name.includes('/') ? event.name.split('/', 2) : [undefined, event.name];
+    const eventNamespace = namespace ?? CLUSTER_SCOPED_EVENTS_NAMESPACE;
+    // A retried step records its event once: the same id gives the same Event name (409 on the second post).
+    const digest = createHash('sha256')
+      .update(event.id ?? `${event.time}|${event.kind}|${event.name}|${event.reason}|${event.message}`)
+      .digest('hex')
+      .slice(0, 16);
+    try {
+      const uid = await this.uidOf(resource, name, namespace);
+      await this.api.create(KARMADA.events, eventNamespace, {
+        apiVersion: 'events.k8s.io/v1',
+        kind: 'Event',
+        metadata: { name: `${name}.${digest}`.slice(0, 253), namespace: eventNamespace },
+        eventTime: microTime(event.time),
+        reportingController: REPORTING_CONTROLLER,
+        reportingInstance: this.instance,
+        action: event.reason,
+        reason: event.reason,
+        note: event.message.slice(0, 1024),
+        type: event.type,
+        regarding: {
+          apiVersion: `${resource.group}/${resource.version}`,
+          kind: resource.kind,
+          name,
+          ...(namespace ? { namespace } : {}),
+          ...(uid ? { uid } : {}),
+        },
+      });
+    } catch (error) {
+      if (error instanceof KubeApiError && error.status === 409) return;
+      this.log.warn('Kubernetes Event not posted (kept in the event history)', {
+        kind: event.kind,
+        name: event.name,
+        reason: event.reason,
+        error: String(error),
+      });
+    }
+  }
+
+  /** kubectl describe finds events by the object's uid too: look it up once per object. */
+  private async uidOf(resource: KubeResource, name: string, namespace?: string): Promise<string | undefined> {
+    const key = `${resource.plural}/${namespace ?? ''}/${name}`;
+    const known = this.uids.get(key);
+    if (known) return known;
+    const object = await this.api.get(resource, name, namespace);
+    const uid = object?.metadata.uid;
+    if (uid) {
+      this.uids.set(key, uid);
+      if (this.uids.size > 20_000) this.uids.delete(this.uids.keys().next().value!);
+    }
+    return uid;
+  }
+}

@@ -1,0 +1,126 @@
+import type { z } from 'zod';
+import { clusterPropagationPolicySchema, clusterTaintPolicySchema, propagationPolicySchema } from '../../../api/resources';
+import { policyKey } from '../../../failover/propagation';
+import { KARMADA, KubeApi, KubeObject, KubeResource } from '../../../kube/api';
+import type { DocumentStore, Versioned } from '../../../store/ports';
+import type { Logger } from '../../../telemetry/log';
+import type { PolicyRecord, PropagationPolicyRecord, StoredMetadata } from '../../records';
+import { listAll, ManagedInKarmadaError, userAnnotations } from './kubeObjects';
+
+/**
+ * ClusterTaintPolicies, PropagationPolicies and ClusterPropagationPolicies read from the Karmada API
+ * server, validated with the same schemas as an apply. The app never writes them; an object that does not
+ * validate is left out (the policy would be refused by our API too) and logged with its field errors.
+ */
+class KarmadaPolicyStore<T> implements DocumentStore<T> {
+  constructor(
+    private readonly api: KubeApi,
+    private readonly resources: KubeResource[],
+    private readonly decode: (object: KubeObject, resource: KubeResource) => T | undefined,
+    private readonly idOf: (object: KubeObject, resource: KubeResource) => string,
+    private readonly locate: (id: string) => { resource: KubeResource; name: string; namespace?: string },
+    private readonly kindName: string,
+  ) {}
+
+  async get(id: string): Promise<Versioned<T> | undefined> {
+    const { resource, name, namespace } = this.locate(id);
+    const object = await this.api.get(resource, name, namespace);
+    const value = object && this.decode(object, resource);
+    return object && value ? { value, etag: object.metadata.resourceVersion ?? '' } : undefined;
+  }
+
+  async list(): Promise<Array<Versioned<T> & { id: string }>> {
+    const lists = await Promise.all(this.resources.map(async (resource) => ({ resource, list: await listAll(this.api, resource) })));
+    return lists.flatMap(({ resource, list }) =>
+      list.items.flatMap((object) => {
+        const value = this.decode(object, resource);
+        return value ? [{ id: this.idOf(object, resource), value, etag: object.metadata.resourceVersion ?? '' }] : [];
+      }),
+    );
+  }
+
+  create(): Promise<string> {
+    return Promise.reject(new ManagedInKarmadaError(this.kindName));
+  }
+  replace(): Promise<string> {
+    return Promise.reject(new ManagedInKarmadaError(this.kindName));
+  }
+  delete(): Promise<boolean> {
+    return Promise.reject(new ManagedInKarmadaError(this.kindName));
+  }
+}
+
+function metadataOf(object: KubeObject): StoredMetadata {
+  const meta = object.metadata;
+  return {
+    name: meta.name,
+    uid: meta.uid ?? '',
+    createdAt: meta.creationTimestamp ?? new Date(0).toISOString(),
+    generation: meta.generation ?? 1,
+    labels: meta.labels ?? {},
+    annotations: userAnnotations(object),
+  };
+}
+
+/** Validates what our apply would validate (name, spec); other metadata is the server's. */
+function validated<S extends z.ZodType>(schema: S, object: KubeObject, log: Logger): z.infer<S> | undefined {
+  const candidate = {
+    apiVersion: object.apiVersion,
+    kind: object.kind,
+    metadata: { name: object.metadata.name, ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}) },
+    spec: object.spec,
+  };
+  const parsed = schema.safeParse(candidate);
+  if (parsed.success) return parsed.data;
+  log.warn('Karmada object left out: it does not validate', {
+    kind: object.kind,
+    name: object.metadata.namespace ? `${object.metadata.namespace}/${object.metadata.name}` : object.metadata.name,
+    errors: parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '),
+  });
+  return undefined;
+}
+
+export function karmadaTaintPolicyStore(api: KubeApi, log: Logger): DocumentStore<PolicyRecord> {
+  return new KarmadaPolicyStore<PolicyRecord>(
+    api,
+    [KARMADA.clusterTaintPolicies],
+    (object) => {
+      const input = validated(
+        clusterTaintPolicySchema,
+        { ...object, apiVersion: object.apiVersion ?? 'policy.karmada.io/v1alpha1', kind: 'ClusterTaintPolicy' },
+        log,
+      );
+      return input ? { ...metadataOf(object), spec: input.spec } : undefined;
+    },
+    (object) => object.metadata.name,
+    (id) => ({ resource: KARMADA.clusterTaintPolicies, name: id }),
+    'ClusterTaintPolicy',
+  );
+}
+
+export function karmadaPropagationPolicyStore(api: KubeApi, log: Logger): DocumentStore<PropagationPolicyRecord> {
+  return new KarmadaPolicyStore<PropagationPolicyRecord>(
+    api,
+    [KARMADA.propagationPolicies, KARMADA.clusterPropagationPolicies],
+    (object, resource) => {
+      if (resource === KARMADA.propagationPolicies) {
+        const input = validated(propagationPolicySchema, { ...object, apiVersion: 'policy.karmada.io/v1alpha1', kind: 'PropagationPolicy' }, log);
+        return input ? { ...metadataOf(object), kind: 'PropagationPolicy', namespace: object.metadata.namespace ?? 'default', spec: input.spec } : undefined;
+      }
+      const input = validated(clusterPropagationPolicySchema, { ...object, apiVersion: 'policy.karmada.io/v1alpha1', kind: 'ClusterPropagationPolicy' }, log);
+      return input ? { ...metadataOf(object), kind: 'ClusterPropagationPolicy', spec: input.spec } : undefined;
+    },
+    (object, resource) =>
+      resource === KARMADA.propagationPolicies
+        ? policyKey({ kind: 'PropagationPolicy', namespace: object.metadata.namespace, name: object.metadata.name })
+        : policyKey({ kind: 'ClusterPropagationPolicy', name: object.metadata.name }),
+    (id) => {
+      if (id.startsWith('pp:')) {
+        const [, namespace, name] = /^pp:([^:]*):(.*)$/.exec(id) ?? [];
+        return { resource: KARMADA.propagationPolicies, namespace, name };
+      }
+      return { resource: KARMADA.clusterPropagationPolicies, name: id.slice(4) };
+    },
+    'PropagationPolicy',
+  );
+}

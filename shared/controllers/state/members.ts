@@ -1,0 +1,68 @@
+import { KARMADA, KubeApi, MemberEndpoint } from '../../kube/api';
+import type { Logger } from '../../telemetry/log';
+import type { MemberDirectory } from '../ports';
+import type { ClusterRecord } from '../records';
+
+/**
+ * Where each member cluster's health endpoint is and how to authenticate to it.
+ * - Karmada mode: as Karmada's own cluster-status controller finds it, `spec.apiEndpoint` and the Secret
+ *   named by `spec.secretRef` (keys `token` and `caBundle`), read through the Karmada API.
+ * - Standalone: a kubeconfig with one context per cluster, the context named after the cluster.
+ */
+
+const SECRET_TTL_MS = 60_000;
+
+export class KarmadaMemberDirectory implements MemberDirectory {
+  private readonly secrets = new Map<string, { at: number; data: Record<string, string> | undefined }>();
+
+  constructor(
+    private readonly api: KubeApi,
+    private readonly log: Logger,
+  ) {}
+
+  async endpoints(clusters: ClusterRecord[]): Promise<MemberEndpoint[]> {
+    const found = await Promise.all(
+      clusters.map(async (cluster): Promise<MemberEndpoint[]> => {
+        const { apiEndpoint, secretRef, insecureSkipTLSVerification } = cluster.spec;
+        if (!apiEndpoint || !secretRef) return [];
+        const data = await this.secret(secretRef.namespace, secretRef.name);
+        if (!data?.token) {
+          this.log.warn('cluster not probed: its secretRef Secret has no token', { cluster: cluster.name, secret: `${secretRef.namespace}/${secretRef.name}` });
+          return [];
+        }
+        return [
+          {
+            cluster: cluster.name,
+            server: apiEndpoint,
+            token: decode(data.token),
+            ...(data.caBundle ? { caBundle: decode(data.caBundle) } : {}),
+            ...(insecureSkipTLSVerification ? { insecureSkipTLSVerification: true } : {}),
+          },
+        ];
+      }),
+    );
+    return found.flat();
+  }
+
+  private async secret(namespace: string, name: string): Promise<Record<string, string> | undefined> {
+    const key = `${namespace}/${name}`;
+    const hit = this.secrets.get(key);
+    if (hit && Date.now() - hit.at < SECRET_TTL_MS) return hit.data;
+    const object = await this.api.get(KARMADA.secrets, name, namespace);
+    const data = (object?.data ?? undefined) as Record<string, string> | undefined;
+    this.secrets.set(key, { at: Date.now(), data });
+    return data;
+  }
+}
+
+/** Secret data is base64. */
+const decode = (value: string) => Buffer.from(value, 'base64').toString('utf8');
+
+export class StaticMemberDirectory implements MemberDirectory {
+  constructor(private readonly load: () => Promise<MemberEndpoint[]>) {}
+
+  async endpoints(clusters: ClusterRecord[]): Promise<MemberEndpoint[]> {
+    const names = new Set(clusters.map((c) => c.name));
+    return (await this.load()).filter((endpoint) => names.has(endpoint.cluster));
+  }
+}
