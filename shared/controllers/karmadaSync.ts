@@ -196,15 +196,31 @@ export async function syncKarmada(plane: ControlPlane, budgetSeconds: number, si
   const karmada = plane.karmada;
   if (!karmada) return { kinds: {} };
   const deadline = Date.now() + budgetSeconds * 1000;
-  const results = await Promise.allSettled(SYNCED.map((kind) => syncKind(plane, karmada, kind, deadline, signal)));
-  const kinds: Record<string, KindReport> = {};
   let degraded: string | undefined;
-  results.forEach((result, i) => {
-    if (result.status === 'fulfilled') kinds[SYNCED[i].key] = result.value;
-    else if (result.reason instanceof KubeApiError) degraded ??= result.reason.message;
-    else throw result.reason;
-  });
-  await recordConnection(plane, karmada, degraded);
+  const failed = async (error: unknown) => {
+    if (!(error instanceof KubeApiError)) throw error;
+    degraded ??= error.message;
+    // Said at once, not at the end of the watch budget: /api/healthz reports it within a request.
+    await recordConnection(plane, karmada, error.message);
+  };
+  try {
+    // One small request first: the API server is usable (reachable, and it lets us list) or it is not.
+    await karmada.api.list(KARMADA.clusters, { limit: 1 });
+  } catch (error) {
+    await failed(error);
+    return { kinds: {}, degraded };
+  }
+  await recordConnection(plane, karmada, undefined);
+  const kinds: Record<string, KindReport> = {};
+  await Promise.all(
+    SYNCED.map(async (kind) => {
+      try {
+        kinds[kind.key] = await syncKind(plane, karmada, kind, deadline, signal);
+      } catch (error) {
+        await failed(error);
+      }
+    }),
+  );
   return { kinds, ...(degraded ? { degraded } : {}) };
 }
 

@@ -1,7 +1,8 @@
 import type { TaintChange } from '../failover/taintPolicy';
+import type { Versioned } from '../store/ports';
 import { ATTR, inSpan } from '../telemetry/tracing';
 import type { ControlPlane } from './ports';
-import type { PolicyRecord } from './records';
+import type { ClusterRecord, PolicyRecord } from './records';
 import { updateCluster } from './state/clusterWrites';
 import { loadTaintPolicies } from './state/reads';
 
@@ -13,9 +14,15 @@ export { EVALUATION_LEAD_SECONDS, scheduleEvaluation } from './state/clusterWrit
  */
 
 /** Re-evaluates one cluster. A missing cluster is nothing to do. */
-export async function evaluateCluster(plane: ControlPlane, name: string, policies?: PolicyRecord[]): Promise<TaintChange[]> {
+export async function evaluateCluster(plane: ControlPlane, name: string, policies?: PolicyRecord[], listed?: Versioned<ClusterRecord>): Promise<TaintChange[]> {
   return inSpan('taint.evaluate', { attributes: { [ATTR.cluster]: name } }, async () => {
-    const outcome = await updateCluster(plane, name, (current) => (current ? { record: current, result: undefined } : { unchanged: undefined }), policies);
+    const outcome = await updateCluster(
+      plane,
+      name,
+      (current) => (current ? { record: current, result: undefined } : { unchanged: undefined }),
+      policies,
+      listed,
+    );
     return outcome.changes;
   });
 }
@@ -25,7 +32,8 @@ export async function resyncAllClusters(plane: ControlPlane): Promise<{ clusters
   const policies = await loadTaintPolicies(plane);
   const clusters = await plane.clusters.list();
   let changes = 0;
-  for (const entry of clusters) changes += (await evaluateCluster(plane, entry.id, policies)).length;
+  // From the listed versions: a cluster that needs no change costs no second read (a stale one, one retry).
+  for (const entry of clusters) changes += (await evaluateCluster(plane, entry.id, policies, entry)).length;
   return { clusters: clusters.length, changes };
 }
 

@@ -40,6 +40,8 @@ export async function updateCluster<R>(
   name: string,
   change: (current: ClusterRecord | undefined, now: Date) => ClusterUpdate<R> | { unchanged: R },
   policies?: PolicyRecord[],
+  /** The version the caller just listed: the first attempt uses it instead of reading again. */
+  listed?: Versioned<ClusterRecord>,
 ): Promise<ClusterUpdateOutcome<R>> {
   // Loaded only when something changes: an unchanged heartbeat costs no policy read.
   let taintPolicies: ReturnType<typeof taintPolicy>[] | undefined = policies?.map(taintPolicy);
@@ -77,6 +79,7 @@ export async function updateCluster<R>(
       fleetChanged = !current || fleetFacts(current.value) !== fleetFacts(next);
       return write(next, result);
     },
+    listed,
   );
   const { value, record, changes, events } = outcome.result;
   if (fleetChanged) forgetFleet(plane);
