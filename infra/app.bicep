@@ -16,6 +16,10 @@ param reporterSigningKey string
 param alertmanagerToken string
 @secure()
 param azureMonitorToken string
+@secure()
+param karmadaKubeconfig string
+@secure()
+param memberKubeconfigs string
 param alertEmail string
 param maximumInstanceCount int
 param instanceMemoryMB int
@@ -152,6 +156,30 @@ resource azureMonitorTokenSecret 'Microsoft.KeyVault/vaults/secrets@2023-07-01' 
   properties: { value: azureMonitorToken }
 }
 
+// Karmada mode and standalone member probes: kubeconfigs hold credentials, so they live in Key Vault too.
+resource karmadaKubeconfigSecret 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = if (!empty(karmadaKubeconfig)) {
+  parent: vault
+  name: 'karmada-kubeconfig'
+  properties: { value: karmadaKubeconfig }
+}
+
+resource memberKubeconfigsSecret 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = if (!empty(memberKubeconfigs)) {
+  parent: vault
+  name: 'member-kubeconfigs'
+  properties: { value: memberKubeconfigs }
+}
+
+var karmadaSettings = empty(karmadaKubeconfig)
+  ? []
+  : [
+      { name: 'KARMADA_KUBECONFIG', value: '@Microsoft.KeyVault(SecretUri=${karmadaKubeconfigSecret.properties.secretUri})' }
+    ]
+var memberSettings = empty(memberKubeconfigs)
+  ? []
+  : [
+      { name: 'MEMBER_KUBECONFIGS', value: '@Microsoft.KeyVault(SecretUri=${memberKubeconfigsSecret.properties.secretUri})' }
+    ]
+
 resource plan 'Microsoft.Web/serverfarms@2024-04-01' = {
   name: 'plan-failover-${suffix}'
   location: location
@@ -194,7 +222,7 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
     }
     siteConfig: {
       minTlsVersion: '1.2'
-      appSettings: [
+      appSettings: concat([
         // Storage through the identity: the Functions host (triggers, timers' leases) and the app's own clients.
         { name: 'AzureWebJobsStorage__accountName', value: storage.name }
         { name: 'AzureWebJobsStorage__credential', value: 'managedidentity' }
@@ -216,7 +244,7 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'FAILOVER_ENABLED', value: failoverEnabled }
         { name: 'RESOURCE_EVICTION_RATE', value: resourceEvictionRate }
         { name: 'UNHEALTHY_CLUSTER_THRESHOLD', value: unhealthyClusterThreshold }
-      ]
+      ], karmadaSettings, memberSettings)
     }
   }
   dependsOn: [packageContainer, queues, tables, blobOwner, queueContributor, tableContributor, metricsPublisher, secretsUser]

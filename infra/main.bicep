@@ -50,6 +50,14 @@ param alertmanagerToken string
 @description('?token= of the Azure Monitor webhook (AZURE_MONITOR_TOKEN), stored in Key Vault.')
 param azureMonitorToken string
 
+@secure()
+@description('Karmada mode: the kubeconfig (YAML) of the Karmada API server (KARMADA_KUBECONFIG), stored in Key Vault; empty for standalone.')
+param karmadaKubeconfig string = ''
+
+@secure()
+@description('Standalone member probes: a kubeconfig with one context per member cluster (MEMBER_KUBECONFIGS), stored in Key Vault; empty for none.')
+param memberKubeconfigs string = ''
+
 @description('E-mail address for the failover alerts; empty for none (the alert rules still fire in the portal).')
 param alertEmail string = ''
 
@@ -83,6 +91,8 @@ module app 'app.bicep' = {
     reporterSigningKey: reporterSigningKey
     alertmanagerToken: alertmanagerToken
     azureMonitorToken: azureMonitorToken
+    karmadaKubeconfig: karmadaKubeconfig
+    memberKubeconfigs: memberKubeconfigs
     alertEmail: alertEmail
     maximumInstanceCount: maximumInstanceCount
     instanceMemoryMB: instanceMemoryMB

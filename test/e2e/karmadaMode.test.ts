@@ -205,6 +205,67 @@ describe('Karmada mode', () => {
     for (const i of moved) expect(bindingSpec(i).gracefulEvictionTasks?.filter((t) => t.fromCluster === 'member1')).toHaveLength(1);
   }, 90_000);
 
+  it('clears the graceful-eviction task in Karmada once Karmada has placed the workload and it is healthy there', async () => {
+    const moved = Array.from({ length: BINDINGS }, (_, i) => i).find((i) => bindingSpec(i).gracefulEvictionTasks?.length)!;
+    const current = server.get('resourcebindings', `nginx-${moved}-deployment`, 'default')!;
+    const generation = (current.metadata as { generation: number }).generation;
+    // What Karmada's scheduler and binding-status controller write: the new placement, then its health.
+    server.upsert({
+      ...current,
+      spec: { ...(current.spec as object), clusters: [{ name: 'member2', replicas: 2 }] },
+      status: { schedulerObservedGeneration: generation + 1, aggregatedStatus: [{ clusterName: 'member2', applied: true, health: 'Healthy' }] },
+    });
+    await waitFor(async () => (bindingSpec(moved).gracefulEvictionTasks?.length ? undefined : true), 25_000, 100);
+    expect(bindingSpec(moved).clusters).toEqual([{ name: 'member2', replicas: 2 }]);
+  }, 40_000);
+
+  it("moves a workload that stays unhealthy (application failover from Karmada's aggregatedStatus)", async () => {
+    const name = 'web-app-failover';
+    server.upsert({
+      apiVersion: 'work.karmada.io/v1alpha2',
+      kind: 'ResourceBinding',
+      metadata: { name, namespace: 'default', generation: 1 },
+      spec: {
+        resource: { apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: 'web' },
+        replicas: 1,
+        clusters: [{ name: 'member2', replicas: 1 }],
+        placement: { clusterAffinity: { clusterNames: ['member2', 'member3'] } },
+        failover: { application: { decisionConditions: { tolerationSeconds: 2 }, purgeMode: 'Gracefully', gracePeriodSeconds: 600 } },
+      },
+      status: { schedulerObservedGeneration: 1, aggregatedStatus: [{ clusterName: 'member2', applied: true, health: 'Healthy' }] },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const healthy = server.get('resourcebindings', name, 'default')!;
+    server.upsert({
+      ...healthy,
+      status: { schedulerObservedGeneration: 1, aggregatedStatus: [{ clusterName: 'member2', applied: true, health: 'Unhealthy' }] },
+    });
+    const spec = await waitFor(
+      async () => {
+        const s = server.get('resourcebindings', name, 'default')?.spec as {
+          clusters: Array<{ name: string }>;
+          gracefulEvictionTasks?: Array<Record<string, unknown>>;
+        };
+        return s.gracefulEvictionTasks?.length ? s : undefined;
+      },
+      30_000,
+      100,
+    ).catch((error: unknown) => {
+      console.log(
+        host
+          .output()
+          .split('\n')
+          .filter((l) => /web-app|applicationFailover|error|warn/i.test(l))
+          .slice(-40)
+          .join('\n'),
+      );
+      console.log(JSON.stringify(server.get('resourcebindings', name, 'default'), null, 1));
+      throw error;
+    });
+    expect(spec.clusters.map((c) => c.name)).not.toContain('member2');
+    expect(spec.gracefulEvictionTasks?.[0]).toMatchObject({ fromCluster: 'member2', reason: 'ApplicationFailure' });
+  }, 45_000);
+
   it('says why in Kubernetes Events: kubectl describe cluster member1 shows the taint and its reason', async () => {
     const { stdout } = await run('/usr/bin/kubectl', ['--kubeconfig', adminKubeconfig, 'describe', 'clusters', 'member1'], {
       env: { ...process.env, HOME: dir },

@@ -99,12 +99,12 @@ describe('template invariants', () => {
     expect([...appSettings.keys()].filter((name) => !known.has(name))).toEqual([]);
   });
   it('takes every secret from Key Vault, never as a literal', () => {
-    for (const secret of ['ADMIN_TOKEN', 'REPORTER_SIGNING_KEY', 'ALERTMANAGER_TOKEN', 'AZURE_MONITOR_TOKEN']) {
+    for (const secret of ['ADMIN_TOKEN', 'REPORTER_SIGNING_KEY', 'ALERTMANAGER_TOKEN', 'AZURE_MONITOR_TOKEN', 'KARMADA_KUBECONFIG', 'MEMBER_KUBECONFIGS']) {
       expect(appSettings.get(secret)).toMatch(/^'@Microsoft\.KeyVault\(SecretUri=\$\{\w+\.properties\.secretUri\}\)'$/);
     }
     expect(app).toMatch(/keyVaultReferenceIdentity: identity\.id/);
-    for (const param of ['adminToken', 'reporterSigningKey', 'alertmanagerToken', 'azureMonitorToken']) {
-      expect(main).toMatch(new RegExp(`@secure\\(\\)\\n(@[^\\n]+\\n)*param ${param} string\\n`));
+    for (const param of ['adminToken', 'reporterSigningKey', 'alertmanagerToken', 'azureMonitorToken', 'karmadaKubeconfig', 'memberKubeconfigs']) {
+      expect(main).toMatch(new RegExp(`@secure\\(\\)\\n(@[^\\n]+\\n)*param ${param} string( = '')?\\n`));
       for (const file of bicepFiles) expect(read(file)).not.toMatch(new RegExp(`output .*${param}`));
     }
   });

@@ -1,4 +1,4 @@
-import type { BindingSpec } from '../../../api/resources';
+import { type BindingSpec, failoverSchema, placementSchema } from '../../../api/resources';
 import type { WorkloadStatusItem } from '../../../failover/applicationFailover';
 import { BindingKind, parseBindingKey } from '../../../failover/bindingModel';
 import { KARMADA, KubeApi, KubeObject, KubeResource } from '../../../kube/api';
@@ -116,6 +116,19 @@ function workloadStateOf(record: BindingRecord): WorkloadState | undefined {
   return Object.keys(state).length > 0 ? state : undefined;
 }
 
+/**
+ * Placement and failover as our apply would have them: the same schemas fill the same defaults (Karmada's
+ * CRDs default some of them server-side, not all). A part that does not validate is left as Karmada has it.
+ */
+function withDefaults(spec: BindingSpec): Pick<BindingSpec, 'placement' | 'failover'> {
+  const placement = spec.placement === undefined ? undefined : placementSchema.safeParse(spec.placement);
+  const failover = spec.failover === undefined ? undefined : failoverSchema.safeParse(spec.failover);
+  return {
+    ...(placement?.success ? { placement: placement.data } : {}),
+    ...(failover?.success ? { failover: failover.data } : {}),
+  };
+}
+
 /** A Karmada binding (plus the app's annotations) as the controllers see it. */
 export function toBindingRecord(object: KubeObject, kind: BindingKind): BindingRecord {
   const meta = object.metadata;
@@ -147,7 +160,7 @@ export function toBindingRecord(object: KubeObject, kind: BindingKind): BindingR
     rev: meta.generation ?? 1,
     labels: meta.labels ?? {},
     annotations: userAnnotations(object),
-    spec: { ...spec, ...(history?.length ? { activeEvictionHistory: history } : {}) },
+    spec: { ...spec, ...withDefaults(spec), ...(history?.length ? { activeEvictionHistory: history } : {}) },
     status: {
       ...(status.schedulerObservedGeneration !== undefined ? { schedulerObservedGeneration: status.schedulerObservedGeneration } : {}),
       ...(status.conditions ? { conditions: status.conditions } : {}),
