@@ -20,6 +20,7 @@ import { silentLogger } from '../shared/telemetry/log';
 import { startTestStorage } from '../test/helpers/azurite';
 import { achievedRate, applyObjects, binding, cluster, LedgerItem } from '../test/helpers/fleet';
 import { api, HostProcess, startHostProcess } from '../test/helpers/hostProcess';
+import { karmadaRun } from './benchKarmada';
 import { startCountingProxy } from './countingProxy';
 
 const ROOT = join(__dirname, '..');
@@ -423,6 +424,10 @@ async function main() {
     console.log(JSON.stringify(await templatesRun(Number(process.argv[3] ?? 10_000))));
     return;
   }
+  if (process.argv[2] === 'karmada') {
+    console.log(JSON.stringify(await karmadaRun(), null, 2));
+    return;
+  }
   if (process.argv[2] === 'planning') {
     console.log(JSON.stringify(await planningRun(20_000)));
     return;
@@ -440,6 +445,7 @@ async function main() {
   const webhookSaturated = await webhookLoad(100, 20_000, 32, 20);
   const applicationFailover = await applicationFailoverDelay(20, 3);
   const templates = await templatesRun(10_000);
+  const karmada = await karmadaRun();
   const results = {
     machine: { node: process.version, cpus: (await import('node:os')).cpus().length },
     startup: { command: 'npm start → first 200 from GET /api/healthz', ...summary(startup) },
@@ -459,6 +465,7 @@ async function main() {
     webhook: { ...webhook, saturated: webhookSaturated },
     applicationFailover: { ...applicationFailover, note: 'eviction time minus first Unhealthy report minus tolerationSeconds' },
     templates,
+    karmada,
     storage: {
       operationsPerEviction: evictionRuns[0].operationsPerEviction,
       marginalOperationsPerEviction: evictionRuns[0].marginalOperationsPerEviction,
@@ -510,6 +517,30 @@ async function main() {
     ],
     ['10,000 templates + policy, one apply → bindings', `${templates.templatesPerSecond}/s`, `${templates.applySeconds} s`, ''],
     ['policy change re-deriving 10,000 bindings', `${templates.bindingsPerSecond}/s`, `${templates.rederiveSeconds} s`, ''],
+    [
+      'Karmada: condition change → evaluation start',
+      `${karmada.conditionToEvaluation.medianMs} ms`,
+      `${karmada.conditionToEvaluation.worstMs} ms`,
+      'median ≤ 1000 ms',
+    ],
+    [
+      `Karmada: start-up sync, ${karmada.startupSync.clusters} clusters + ${karmada.startupSync.bindings} bindings`,
+      `${karmada.startupSync.seconds} s`,
+      `${karmada.startupSync.apiRequests} API requests`,
+      '',
+    ],
+    [
+      `Karmada: probe round, ${karmada.probeRound.clusters} clusters`,
+      `${karmada.probeRound.steadyRoundMs} ms`,
+      `first ${karmada.probeRound.firstRoundMs} ms`,
+      `< ${karmada.probeRound.periodMs} ms`,
+    ],
+    [
+      `Karmada: API requests per eviction (${karmada.evictions.evictions})`,
+      `${karmada.evictions.requestsPerEviction}`,
+      `marginal ${karmada.evictions.marginalRequestsPerEviction}`,
+      '',
+    ],
     ['storage ops per eviction (all, 1 host)', `${evictionRuns[0].operationsPerEviction}`, `marginal ${evictionRuns[0].marginalOperationsPerEviction}`, '≤ 8'],
   ];
   const widths = [0, 1, 2, 3].map((c) => Math.max(...[['measure', 'median', 'worst', 'target'], ...rows].map((r) => r[c].length)));

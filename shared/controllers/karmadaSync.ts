@@ -1,4 +1,5 @@
 import type { BindingStatusReport } from '../api/resources';
+import { mapConcurrent } from '../concurrency';
 import type { BindingKind } from '../failover/bindingModel';
 import { isFaultyTaint } from '../failover/evictionDecision';
 import { isGone, KARMADA, KubeApiError, KubeObject, KubeResource, WatchEvent } from '../kube/api';
@@ -44,6 +45,8 @@ export interface SyncReport {
 }
 
 const CURSOR_SAVE_EVERY = 200;
+/** A (re)list hands its objects on this many at a time. */
+const RELIST_CONCURRENCY = 16;
 
 /** Per process: the faulty taints last seen per cluster, so a taint someone else added reaches the taint manager once. */
 const seenFaulty = new WeakMap<object, Map<string, string>>();
@@ -71,7 +74,7 @@ const clusters: SyncedKind = {
   },
   async relisted(plane, objects) {
     forgetFleet(plane);
-    for (const object of objects) await clusters.handle(plane, object, false);
+    await mapConcurrent(objects, RELIST_CONCURRENCY, (object) => clusters.handle(plane, object, false));
   },
 };
 
@@ -99,16 +102,29 @@ const bindingKind = (kind: BindingKind, resource: KubeResource, key: string): Sy
       // A binding deleted while nobody watched leaves index rows behind: drop them.
       const prefix = kind === 'ResourceBinding' ? 'rb:' : 'crb:';
       const indexed = await karmada.placements.list();
-      for (const entry of indexed) {
-        if (entry.id.startsWith(prefix) && !listed.has(entry.id)) await dropPlacements(plane, entry.id, entry);
-      }
+      const gone = indexed.filter((entry) => entry.id.startsWith(prefix) && !listed.has(entry.id));
+      await mapConcurrent(gone, RELIST_CONCURRENCY, (entry) => dropPlacements(plane, entry.id, entry));
       const byId = new Map(indexed.map((entry) => [entry.id, entry]));
-      for (const object of objects) {
-        const known = byId.get(bindingKeyOf(object, kind));
-        // Unchanged since it was indexed: nothing to do (a relist costs one listing, not one write per binding).
-        if (known && known.value.resourceVersion === object.metadata.resourceVersion) continue;
-        await bindingChanged(plane, object, kind, false, known);
-      }
+      // Unchanged since it was indexed: nothing to do (a relist costs one listing, not one write per binding).
+      const changed = objects.filter((object) => byId.get(bindingKeyOf(object, kind))?.value.resourceVersion !== object.metadata.resourceVersion);
+      // The snapshot is indexed in bulk: placement rows 100 to a transaction per cluster, index rows 100 to one.
+      const records = changed.map((object) => ({ object, key: bindingKeyOf(object, kind), record: toBindingRecord(object, kind) }));
+      await plane.ledger.upsertPlacements(records.flatMap(({ record }) => placementsOf(record)));
+      const departures = records.flatMap(({ key, record }) => {
+        const now = new Set((record.spec.clusters ?? []).map((c) => c.name));
+        return (byId.get(key)?.value.clusters ?? []).filter((c) => !now.has(c)).map((cluster) => ({ cluster, key, rev: record.rev }));
+      });
+      await mapConcurrent(departures, RELIST_CONCURRENCY, ({ cluster, key, rev }) => plane.ledger.removePlacement(cluster, key, rev));
+      await karmada.placements.upsertMany(
+        records.map(({ object, key, record }) => ({
+          id: key,
+          value: { clusters: (record.spec.clusters ?? []).map((c) => c.name), resourceVersion: object.metadata.resourceVersion ?? '' },
+        })),
+      );
+      await mapConcurrent(records, RELIST_CONCURRENCY, ({ key, record }) => followUp(plane, key, record, false));
+      // One message per faulty cluster for the whole relist, not one per binding placed there.
+      const faulty = (await fleetClusters(plane, 0)).filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name);
+      await Promise.all(faulty.map((cluster) => plane.taintManager.send({ cluster, reason: 'binding-changed' })));
     },
   };
   return synced;
@@ -127,6 +143,7 @@ async function bindingChanged(
   kind: BindingKind,
   deleted: boolean,
   known?: Versioned<IndexedPlacement>,
+  notifyTaintManager = true,
 ): Promise<void> {
   const key = bindingKeyOf(object, kind);
   const karmada = plane.karmada!;
@@ -137,8 +154,13 @@ async function bindingChanged(
   }
   const record = toBindingRecord(object, kind);
   await indexPlacements(plane, karmada, key, record, object.metadata.resourceVersion ?? '', indexed);
+  await followUp(plane, key, record, notifyTaintManager);
+}
+
+/** What a binding's change sets off: the taint manager of a faulty cluster it is on, its sweep, its application failover. */
+async function followUp(plane: ControlPlane, key: string, record: BindingRecord, notifyTaintManager: boolean): Promise<void> {
   // Placed on a faulty cluster: that cluster's taint manager plans it.
-  const faulty = new Set((await fleetClusters(plane)).filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name));
+  const faulty = !notifyTaintManager ? new Set<string>() : new Set((await fleetClusters(plane)).filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name));
   for (const target of record.spec.clusters ?? []) {
     if (faulty.has(target.name)) await plane.taintManager.send({ cluster: target.name, reason: 'binding-changed' });
   }

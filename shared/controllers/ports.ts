@@ -3,7 +3,7 @@ import type { Clock } from '../clock';
 import type { AppConfig } from '../config';
 import type { EvictionRecord } from '../failover/bindingModel';
 import type { KubeApi, MemberEndpoint, MemberProber } from '../kube/api';
-import type { DocumentStore, EventLog, EvictionLedger, MessageQueue } from '../store/ports';
+import type { BulkDocumentStore, DocumentStore, EventLog, EvictionLedger, MessageQueue } from '../store/ports';
 import type { Logger } from '../telemetry/log';
 import type { FailoverMetrics } from '../telemetry/metrics';
 import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from './records';
@@ -36,7 +36,7 @@ export interface KarmadaPorts {
   cursors: DocumentStore<SyncCursor>;
   connection: DocumentStore<KarmadaConnection>;
   /** Per binding, the clusters its placement rows were written for: a watch event carries only the new object. */
-  placements: DocumentStore<IndexedPlacement>;
+  placements: BulkDocumentStore<IndexedPlacement>;
 }
 
 /** Which clusters can be probed, and how (Karmada: spec.apiEndpoint + the secretRef's Secret; standalone: a kubeconfig). */

@@ -23,6 +23,11 @@ export interface DocumentStore<T> {
   delete(id: string, etag?: string): Promise<boolean>;
 }
 
+/** A DocumentStore that can also write many documents unconditionally, batched (a relist's snapshot). */
+export interface BulkDocumentStore<T> extends DocumentStore<T> {
+  upsertMany(entries: Array<{ id: string; value: T }>): Promise<void>;
+}
+
 /** Lost an optimistic-concurrency race: someone else wrote first. Retry from a fresh read. */
 export class ConcurrencyError extends Error {
   constructor(message: string) {

@@ -122,11 +122,10 @@ export class KarmadaClusterStore implements DocumentStore<ClusterRecord> {
     }
 
     // 3. Taints and who holds them, in one patch.
-    const foreign = foreignTaints(object);
-    const taints = [...value.taints.map(wire), ...foreign];
+    const taints = nextTaints(object, value.taints, before.taints);
     const owners = ownersOf(value.taints);
     const ownersText = annotationValue(owners);
-    const taintsChanged = JSON.stringify(taints) !== JSON.stringify(rawTaints(object).map(wire));
+    const taintsChanged = taints !== undefined;
     const ownersChanged = (object.metadata.annotations?.[ANNOTATIONS.taintOwners] ?? null) !== ownersText;
     if (taintsChanged || ownersChanged) {
       current = await conditional(() =>
@@ -134,7 +133,10 @@ export class KarmadaClusterStore implements DocumentStore<ClusterRecord> {
           KARMADA.clusters,
           id,
           undefined,
-          { metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [ANNOTATIONS.taintOwners]: ownersText } }, spec: { taints } },
+          {
+            metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [ANNOTATIONS.taintOwners]: ownersText } },
+            ...(taints ? { spec: { taints } } : {}),
+          },
           'merge',
         ),
       );
@@ -149,16 +151,27 @@ export class KarmadaClusterStore implements DocumentStore<ClusterRecord> {
   }
 }
 
+const sameTaint = (a: { key: string; value?: string; effect: string; timeAdded?: string }, b: typeof a) =>
+  a.key === b.key && (a.value ?? '') === (b.value ?? '') && a.effect === b.effect && a.timeAdded === b.timeAdded;
+
+/**
+ * The spec.taints to write, or undefined when the taints the app acts on are the ones read (in any order).
+ * Entries that stay are written back exactly as they were (a missing timeAdded stays missing, a taint of
+ * an effect we do not act on keeps its place); removed ones go, new ones are appended.
+ */
+function nextTaints(object: KubeObject, wanted: ClusterTaint[], read: ClusterTaint[]): KarmadaTaint[] | undefined {
+  const unchanged = wanted.length === read.length && wanted.every((w) => read.some((r) => sameTaint(w, r)));
+  if (unchanged) return undefined;
+  const raw = rawTaints(object);
+  const created = object.metadata.creationTimestamp;
+  const kept = raw.filter((t) => !isKnownEffect(t.effect) || wanted.some((w) => sameTaint(w, { ...t, timeAdded: t.timeAdded ?? created })));
+  const added = wanted.filter((w) => !raw.some((t) => isKnownEffect(t.effect) && sameTaint(w, { ...t, timeAdded: t.timeAdded ?? created })));
+  return [...kept.map(wire), ...added.map(wire)];
+}
+
 function rawTaints(object: KubeObject): KarmadaTaint[] {
   const spec = (object.spec ?? {}) as { taints?: KarmadaTaint[] };
   return Array.isArray(spec.taints) ? spec.taints : [];
-}
-
-/** Taints of an effect the app does not act on (e.g. PreferNoSchedule): kept as they are on every write. */
-function foreignTaints(object: KubeObject): KarmadaTaint[] {
-  return rawTaints(object)
-    .filter((t) => !isKnownEffect(t.effect))
-    .map(wire);
 }
 
 function ownersOf(taints: ClusterTaint[]): Record<string, Ownership> {
