@@ -121,7 +121,7 @@ const bindingKind = (kind: BindingKind, resource: KubeResource, key: string): Sy
           value: { clusters: (record.spec.clusters ?? []).map((c) => c.name), resourceVersion: object.metadata.resourceVersion ?? '' },
         })),
       );
-      await mapConcurrent(records, RELIST_CONCURRENCY, ({ key, record }) => followUp(plane, key, record, false));
+      await mapConcurrent(records, RELIST_CONCURRENCY, ({ object, key, record }) => followUp(plane, key, record, false, object.metadata.resourceVersion));
       // One message per faulty cluster for the whole relist, not one per binding placed there.
       const faulty = (await fleetClusters(plane, 0)).filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name);
       await Promise.all(faulty.map((cluster) => plane.taintManager.send({ cluster, reason: 'binding-changed' })));
@@ -154,17 +154,19 @@ async function bindingChanged(
   }
   const record = toBindingRecord(object, kind);
   await indexPlacements(plane, karmada, key, record, object.metadata.resourceVersion ?? '', indexed);
-  await followUp(plane, key, record, notifyTaintManager);
+  await followUp(plane, key, record, notifyTaintManager, object.metadata.resourceVersion);
 }
 
 /** What a binding's change sets off: the taint manager of a faulty cluster it is on, its sweep, its application failover. */
-async function followUp(plane: ControlPlane, key: string, record: BindingRecord, notifyTaintManager: boolean): Promise<void> {
+async function followUp(plane: ControlPlane, key: string, record: BindingRecord, notifyTaintManager: boolean, resourceVersion?: string): Promise<void> {
   // Placed on a faulty cluster: that cluster's taint manager plans it.
   const faulty = !notifyTaintManager ? new Set<string>() : new Set((await fleetClusters(plane)).filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name));
   for (const target of record.spec.clusters ?? []) {
     if (faulty.has(target.name)) await plane.taintManager.send({ cluster: target.name, reason: 'binding-changed' });
   }
-  if ((record.spec.gracefulEvictionTasks ?? []).length > 0) await sweepBinding(plane, key);
+  // The watched object is the current version: the sweep decides on it without reading it again.
+  if ((record.spec.gracefulEvictionTasks ?? []).length > 0)
+    await sweepBinding(plane, key, resourceVersion ? { value: record, etag: resourceVersion } : undefined);
   if (record.spec.failover?.application && record.status.aggregatedStatus?.length) {
     // Karmada's binding-status controller wrote the health: fold it in as a report would be.
     const report: BindingStatusReport = {

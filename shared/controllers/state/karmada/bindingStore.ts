@@ -4,7 +4,17 @@ import { BindingKind, parseBindingKey } from '../../../failover/bindingModel';
 import { KARMADA, KubeApi, KubeObject, KubeResource } from '../../../kube/api';
 import { ConcurrencyError, DocumentStore, Versioned } from '../../../store/ports';
 import type { BindingRecord } from '../../records';
-import { ANNOTATIONS, annotationValue, conditional, listAll, ManagedInKarmadaError, parseAnnotation, ReadObjects, userAnnotations } from './kubeObjects';
+import {
+  ANNOTATIONS,
+  annotationValue,
+  conditional,
+  listAll,
+  ManagedInKarmadaError,
+  noteUid,
+  parseAnnotation,
+  ReadObjects,
+  userAnnotations,
+} from './kubeObjects';
 
 /** What application failover keeps per cluster, beside Karmada's aggregatedStatus (which Karmada writes). */
 type WorkloadExtras = Pick<WorkloadStatusItem, 'creationTimestamp' | 'settled' | 'unhealthySince' | 'failoverHeld'>;
@@ -36,6 +46,7 @@ export class KarmadaBindingStore implements DocumentStore<BindingRecord> {
     const object = await this.api.get(bindingResource(ref.kind), ref.name, ref.namespace);
     if (!object) return undefined;
     this.read.remember(id, object);
+    noteUid(this.api, ref.kind, object);
     return { value: toBindingRecord(object, ref.kind), etag: object.metadata.resourceVersion ?? '' };
   }
 
@@ -45,6 +56,7 @@ export class KarmadaBindingStore implements DocumentStore<BindingRecord> {
       objects.map((object) => {
         const id = bindingKeyOf(object, kind);
         this.read.remember(id, object);
+        noteUid(this.api, kind, object);
         return { id, value: toBindingRecord(object, kind), etag: object.metadata.resourceVersion ?? '' };
       });
     return [...entries(namespaced.items, 'ResourceBinding'), ...entries(clusterScoped.items, 'ClusterResourceBinding')];
@@ -68,6 +80,7 @@ export class KarmadaBindingStore implements DocumentStore<BindingRecord> {
     if (!patch) return etag;
     const written = await conditional(() => this.api.patch(resource, ref.name, ref.namespace, patch, 'merge'));
     this.read.remember(id, written);
+    noteUid(this.api, ref.kind, written);
     return written.metadata.resourceVersion ?? '';
   }
 }

@@ -3,7 +3,17 @@ import type { ClusterTaint, Condition, PolicyWindow } from '../../../failover/mo
 import { KARMADA, KubeApi, KubeObject } from '../../../kube/api';
 import { ConcurrencyError, DocumentStore, Versioned } from '../../../store/ports';
 import type { ClusterRecord } from '../../records';
-import { ANNOTATIONS, annotationValue, conditional, listAll, ManagedInKarmadaError, parseAnnotation, ReadObjects, userAnnotations } from './kubeObjects';
+import {
+  ANNOTATIONS,
+  annotationValue,
+  conditional,
+  listAll,
+  ManagedInKarmadaError,
+  noteUid,
+  parseAnnotation,
+  ReadObjects,
+  userAnnotations,
+} from './kubeObjects';
 
 /**
  * What the app keeps about a Karmada Cluster that Karmada has no place for, in its own table: the taint
@@ -66,6 +76,7 @@ export class KarmadaClusterStore implements DocumentStore<ClusterRecord> {
     const [object, overlay] = await Promise.all([this.api.get(KARMADA.clusters, id), this.overlays.get(id)]);
     if (!object) return undefined;
     this.read.remember(id, object);
+    noteUid(this.api, 'Cluster', object);
     if (overlay) this.rememberOverlay(id, overlay.etag, overlay.value);
     return { value: toRecord(object, overlay?.value), etag: joinEtag(object.metadata.resourceVersion ?? '', overlay?.etag) };
   }
@@ -77,6 +88,7 @@ export class KarmadaClusterStore implements DocumentStore<ClusterRecord> {
       const id = object.metadata.name;
       const overlay = byName.get(id);
       this.read.remember(id, object);
+      noteUid(this.api, 'Cluster', object);
       if (overlay) this.rememberOverlay(id, overlay.etag, overlay.value);
       return { id, value: toRecord(object, overlay?.value), etag: joinEtag(object.metadata.resourceVersion ?? '', overlay?.etag) };
     });

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { KARMADA, KubeApi, KubeApiError, KubeResource } from '../../../kube/api';
 import type { EventLog, EventQuery, EventRecord } from '../../../store/ports';
 import type { Logger } from '../../../telemetry/log';
+import { knownUid } from './kubeObjects';
 
 /** The namespace Kubernetes puts events about cluster-scoped objects in. */
 const CLUSTER_SCOPED_EVENTS_NAMESPACE = 'default';
@@ -88,7 +89,7 @@ export class KubeMirroredEventLog implements EventLog {
   /** kubectl describe finds events by the object's uid too: look it up once per object. */
   private async uidOf(resource: KubeResource, name: string, namespace?: string): Promise<string | undefined> {
     const key = `${resource.plural}/${namespace ?? ''}/${name}`;
-    const known = this.uids.get(key);
+    const known = this.uids.get(key) ?? knownUid(this.api, resource.kind, name, namespace);
     if (known) return known;
     const object = await this.api.get(resource, name, namespace);
     const uid = object?.metadata.uid;

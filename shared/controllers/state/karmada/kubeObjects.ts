@@ -85,3 +85,25 @@ export async function conditional<T>(write: () => Promise<T>): Promise<T> {
     throw error;
   }
 }
+
+/**
+ * The uids of Karmada objects read through an API client, by `kind/namespace/name`: an Event about an
+ * object names its uid (kubectl describe finds events by it), and a uid never changes for the life of an
+ * object, so the stores' reads save the event mirror a lookup.
+ */
+const uidsByApi = new WeakMap<KubeApi, Map<string, string>>();
+const uidKey = (kind: string, name: string, namespace?: string) => `${kind}/${namespace ?? ''}/${name}`;
+
+export function noteUid(api: KubeApi, kind: string, object: KubeObject): void {
+  if (!object.metadata.uid) return;
+  let uids = uidsByApi.get(api);
+  if (!uids) uidsByApi.set(api, (uids = new Map<string, string>()));
+  const key = uidKey(kind, object.metadata.name, object.metadata.namespace);
+  if (uids.get(key) === object.metadata.uid) return;
+  uids.set(key, object.metadata.uid);
+  if (uids.size > 50_000) uids.delete(uids.keys().next().value!);
+}
+
+export function knownUid(api: KubeApi, kind: string, name: string, namespace?: string): string | undefined {
+  return uidsByApi.get(api)?.get(uidKey(kind, name, namespace));
+}
