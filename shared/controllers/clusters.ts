@@ -9,7 +9,7 @@ import { RecentCache } from './state/cache';
 import { ClusterUpdate, updateCluster } from './state/clusterWrites';
 import type { ApplyAction } from './state/derivation';
 import { clusterEvent } from './state/events';
-import { forgetFleet, loadTaintPolicies } from './state/reads';
+import { forgetFleet, loadTaintPolicies, noteFleetChange } from './state/reads';
 import { clusterResource } from './views';
 
 /**
@@ -228,6 +228,7 @@ export async function deleteCluster(plane: ControlPlane, name: string): Promise<
   const deleted = await plane.clusters.delete(name);
   if (deleted) {
     forgetFleet(plane);
+    await noteFleetChange(plane, name, { deleted: true, faulty: false });
     await plane.events.append([clusterEvent(name, plane.clock.now(), 'Deleted', 'cluster deleted')]);
     await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
   }

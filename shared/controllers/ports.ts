@@ -98,6 +98,17 @@ export type SchedulerMessage = z.infer<typeof schedulerMessage>;
 export const applicationFailoverMessage = z.object({ binding: z.string().min(1).max(400), dueAt: z.iso.datetime({ offset: true }).optional() });
 export type ApplicationFailoverMessage = z.infer<typeof applicationFailoverMessage>;
 
+/**
+ * The fleet's counts, kept where taints change (and when clusters come and go) and checked against a full
+ * recount by the minute taint resync: fleet health costs one small read, whatever the fleet's size.
+ */
+export interface FleetSummary {
+  total: number;
+  /** Names of the clusters with a NoExecute or PreferNoExecute taint (a set: adding one twice is harmless). */
+  faulty: string[];
+  recountedAt?: string;
+}
+
 /** Everything the controllers touch: Table and Storage queue adapters in the app, in-memory adapters in fast tests. */
 export interface ControlPlane {
   clusters: DocumentStore<ClusterRecord>;
@@ -107,6 +118,8 @@ export interface ControlPlane {
   bindings: DocumentStore<BindingRecord>;
   propagationPolicies: DocumentStore<PropagationPolicyRecord>;
   templates: DocumentStore<TemplateRecord>;
+  /** One document, `fleet`: the maintained fleet summary. */
+  fleetSummary: DocumentStore<FleetSummary>;
   ledger: EvictionLedger;
   taintManager: MessageQueue<TaintManagerMessage>;
   evictions: MessageQueue<EvictionMessage>;

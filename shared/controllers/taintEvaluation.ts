@@ -4,7 +4,7 @@ import { ATTR, inSpan } from '../telemetry/tracing';
 import type { ControlPlane } from './ports';
 import type { ClusterRecord, PolicyRecord } from './records';
 import { updateCluster } from './state/clusterWrites';
-import { loadTaintPolicies } from './state/reads';
+import { loadTaintPolicies, recountFleet } from './state/reads';
 
 export { EVALUATION_LEAD_SECONDS, scheduleEvaluation } from './state/clusterWrites';
 
@@ -34,6 +34,8 @@ export async function resyncAllClusters(plane: ControlPlane): Promise<{ clusters
   let changes = 0;
   // From the listed versions: a cluster that needs no change costs no second read (a stale one, one retry).
   for (const entry of clusters) changes += (await evaluateCluster(plane, entry.id, policies, entry)).length;
+  // The check behind the maintained fleet summary: a full recount once a minute.
+  await recountFleet(plane);
   return { clusters: clusters.length, changes };
 }
 

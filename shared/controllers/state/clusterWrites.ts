@@ -6,7 +6,7 @@ import { annotate, ATTR } from '../../telemetry/tracing';
 import type { ControlPlane } from '../ports';
 import { clusterFacts, ClusterRecord, PolicyRecord, taintPolicy } from '../records';
 import { taintChangeEvent, taintPolicyActionEvent } from './events';
-import { forgetFleet, loadTaintPolicies } from './reads';
+import { forgetFleet, loadTaintPolicies, noteFleetChange } from './reads';
 
 /**
  * Seconds before a deadline at which a delayed evaluation message becomes visible. It covers the queue's
@@ -48,6 +48,8 @@ export async function updateCluster<R>(
   let schedule: Date | undefined;
   let faultyChanged = false;
   let fleetChanged = false;
+  let created = false;
+  let faultyNow = false;
   const outcome = await mutate<ClusterRecord, Written<R>>(
     plane.clusters,
     name,
@@ -67,6 +69,8 @@ export async function updateCluster<R>(
         schedule = evaluation.nextDeadline;
       }
       faultyChanged = faultyIds(current?.value.taints ?? []) !== faultyIds(next.taints);
+      created = !current;
+      faultyNow = next.taints.some(isFaultyTaint);
       const events = [
         ...(proposed.events ?? []),
         ...evaluation.changes.map((c) => taintChangeEvent(next.name, c, now)),
@@ -83,6 +87,8 @@ export async function updateCluster<R>(
   );
   const { value, record, changes, events } = outcome.result;
   if (fleetChanged) forgetFleet(plane);
+  // The maintained fleet summary: a new cluster, or one that became faulty or recovered.
+  if (outcome.etag !== undefined && (created || faultyChanged)) await noteFleetChange(plane, name, { created, faulty: faultyNow });
   if (events.length > 0) await plane.events.append(events);
   if (changes.length > 0) annotate({ [ATTR.cluster]: name, [ATTR.taint]: changes.map((c) => `${c.action} ${c.taint.key}:${c.taint.effect}`).join(', ') });
   for (const c of changes) {

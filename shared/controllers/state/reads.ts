@@ -1,8 +1,10 @@
 import { FleetHealth, fleetHealth, isFaultyTaint } from '../../failover/evictionDecision';
 import type { CandidateCluster } from '../../failover/precheck';
 import type { PropagationCandidate } from '../../failover/propagation';
+import { keep, mutate, write } from '../../store/optimistic';
 import type { PacerState } from '../../store/ports';
-import type { ControlPlane } from '../ports';
+import { ConcurrencyError } from '../../store/ports';
+import type { ControlPlane, FleetSummary } from '../ports';
 import type { PolicyRecord } from '../records';
 import { RecentCache } from './cache';
 
@@ -36,11 +38,90 @@ export function forgetFleet(plane: ControlPlane): void {
   fleetCache.forget(plane);
 }
 
-/** Fleet health (design decision 6) from the fleet view, with the faulty clusters' names; updates the gauges. */
+const summaryCache = new RecentCache<FleetSummary>(SECOND);
+const SUMMARY = 'fleet';
+
+/**
+ * The fleet's counts: the maintained summary (one small read, whatever the fleet's size); built from a
+ * listing the first time. In Karmada mode, counted from Karmada's Clusters (Karmada changes them, not us).
+ */
+export async function fleetCounts(plane: ControlPlane, maxAgeMs = SECOND): Promise<FleetSummary> {
+  if (plane.karmada) {
+    const clusters = await fleetClusters(plane, maxAgeMs);
+    return { total: clusters.length, faulty: clusters.filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name) };
+  }
+  return summaryCache.get(
+    plane,
+    async () => {
+      const stored = await plane.fleetSummary.get(SUMMARY);
+      return stored ? stored.value : await recountFleet(plane);
+    },
+    { maxAgeMs },
+  );
+}
+
+/**
+ * A full recount of the summary from a listing (the minute resync's check, and the first use), written
+ * when it differs. The stored summary is read before the listing and written with that ETag: a change
+ * noted meanwhile wins (the recount is skipped), so a listing older than a noted change never undoes it.
+ */
+export async function recountFleet(plane: ControlPlane): Promise<FleetSummary> {
+  if (plane.karmada) return fleetCounts(plane, 0);
+  const stored = await plane.fleetSummary.get(SUMMARY);
+  const clusters = await plane.clusters.list();
+  const counted: FleetSummary = {
+    total: clusters.length,
+    faulty: clusters
+      .filter(({ value }) => value.taints.some(isFaultyTaint))
+      .map(({ value }) => value.name)
+      .sort(),
+    recountedAt: plane.clock.now().toISOString(),
+  };
+  try {
+    if (!stored) await plane.fleetSummary.create(SUMMARY, counted);
+    else if (stored.value.total !== counted.total || JSON.stringify([...stored.value.faulty].sort()) !== JSON.stringify(counted.faulty)) {
+      plane.log.warn('fleet summary corrected by the recount', {
+        stored: { total: stored.value.total, faulty: stored.value.faulty.length },
+        counted: { total: counted.total, faulty: counted.faulty.length },
+      });
+      await plane.fleetSummary.replace(SUMMARY, counted, stored.etag);
+    }
+  } catch (error) {
+    if (!(error instanceof ConcurrencyError)) throw error;
+    return (await plane.fleetSummary.get(SUMMARY))?.value ?? counted;
+  }
+  summaryCache.set(plane, counted);
+  return counted;
+}
+
+/**
+ * Keeps the summary in step with one cluster's change: created or deleted (the total), faulty or not (the
+ * set). Idempotent for the set; a total the recount finds wrong (a crash between the cluster's write and
+ * this one) is corrected within the minute.
+ */
+export async function noteFleetChange(plane: ControlPlane, name: string, change: { created?: boolean; deleted?: boolean; faulty: boolean }): Promise<void> {
+  if (plane.karmada) return;
+  if (!(await plane.fleetSummary.get(SUMMARY))) {
+    await recountFleet(plane);
+    return;
+  }
+  const outcome = await mutate<FleetSummary, FleetSummary>(plane.fleetSummary, SUMMARY, (current) => {
+    const summary = current ? structuredClone(current.value) : { total: 0, faulty: [] };
+    const before = JSON.stringify(summary);
+    if (change.created) summary.total += 1;
+    if (change.deleted) summary.total = Math.max(0, summary.total - 1);
+    summary.faulty = summary.faulty.filter((n) => n !== name);
+    if (change.faulty && !change.deleted) summary.faulty.push(name);
+    summary.faulty.sort();
+    return JSON.stringify(summary) === before ? keep(summary) : write(summary, summary);
+  });
+  summaryCache.set(plane, outcome.result);
+}
+
+/** Fleet health (design decision 6) from the maintained counts, with the faulty clusters' names; updates the gauges. */
 export async function currentFleetHealth(plane: ControlPlane, maxAgeMs?: number): Promise<FleetHealth & { faultyClusters: string[] }> {
-  const clusters = await fleetClusters(plane, maxAgeMs);
-  const faultyClusters = clusters.filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name);
-  const health = fleetHealth(clusters.length, faultyClusters.length, plane.config.rates);
+  const { total, faulty: faultyClusters } = await fleetCounts(plane, maxAgeMs);
+  const health = fleetHealth(total, faultyClusters.length, plane.config.rates);
   plane.metrics.setFleet({ faulty: health.faulty, failureRatio: health.failureRatio, rate: health.rate });
   return { ...health, faultyClusters };
 }

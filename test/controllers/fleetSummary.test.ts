@@ -1,0 +1,69 @@
+import { describe, expect, it, vi } from 'vitest';
+import { decodeApplyDocuments } from '../../shared/api/decode';
+import { applyObjects } from '../../shared/controllers/apply';
+import { deleteCluster } from '../../shared/controllers/clusters';
+import { currentFleetHealth, recountFleet } from '../../shared/controllers/state/reads';
+import { resyncAllClusters } from '../../shared/controllers/taintEvaluation';
+import { cluster } from '../helpers/fleet';
+import { memoryPlane } from '../helpers/memoryPlane';
+
+/**
+ * Fleet health from the maintained summary: kept where a cluster is created, deleted, becomes faulty or
+ * recovers, checked by the minute recount, and read without listing the fleet.
+ */
+const apply = (m: ReturnType<typeof memoryPlane>, objects: unknown[]) => applyObjects(m.plane, decodeApplyDocuments(objects));
+const summary = async (m: ReturnType<typeof memoryPlane>) => (await m.plane.fleetSummary.get('fleet'))?.value;
+
+describe('the maintained fleet summary', () => {
+  it('follows creations, failures, recoveries and deletions', async () => {
+    const m = memoryPlane();
+    await apply(m, [cluster('a'), cluster('b'), cluster('c', true)]);
+    expect(await summary(m)).toMatchObject({ total: 3, faulty: ['c'] });
+    await apply(m, [cluster('a', true)]);
+    expect(await summary(m)).toMatchObject({ total: 3, faulty: ['a', 'c'] });
+    await apply(m, [cluster('c', false)]);
+    expect(await summary(m)).toMatchObject({ total: 3, faulty: ['a'] });
+    await deleteCluster(m.plane, 'a');
+    expect(await summary(m)).toMatchObject({ total: 2, faulty: [] });
+    // Applying what is already there changes nothing.
+    await apply(m, [cluster('b')]);
+    expect(await summary(m)).toMatchObject({ total: 2, faulty: [] });
+  });
+
+  it('gives fleet health with one read, not a listing of the clusters', async () => {
+    const m = memoryPlane();
+    await apply(
+      m,
+      Array.from({ length: 12 }, (_, i) => cluster(`k${i}`, i < 7)),
+    );
+    const list = vi.spyOn(m.plane.clusters, 'list');
+    const health = await currentFleetHealth(m.plane, 0);
+    expect(health).toMatchObject({ total: 12, faulty: 7, tier: 'secondary' });
+    expect(health.faultyClusters).toHaveLength(7);
+    expect(list).not.toHaveBeenCalled();
+  });
+
+  it('is corrected by the recount when a change was lost (a crash between the cluster write and the summary)', async () => {
+    const m = memoryPlane();
+    await apply(m, [cluster('a'), cluster('b', true)]);
+    const stored = (await m.plane.fleetSummary.get('fleet'))!;
+    await m.plane.fleetSummary.replace('fleet', { total: 5, faulty: [] }, stored.etag);
+    await resyncAllClusters(m.plane);
+    expect(await summary(m)).toMatchObject({ total: 2, faulty: ['b'] });
+    expect((await currentFleetHealth(m.plane, 0)).faulty).toBe(1);
+  });
+
+  it('a recount never undoes a change noted after its listing (the summary is read first, written with its ETag)', async () => {
+    const m = memoryPlane();
+    await apply(m, [cluster('a'), cluster('b')]);
+    // The listing is taken, then a cluster fails (and is noted) before the recount writes.
+    const list = m.plane.clusters.list.bind(m.plane.clusters);
+    vi.spyOn(m.plane.clusters, 'list').mockImplementationOnce(async () => {
+      const listed = await list();
+      await apply(m, [cluster('a', true)]);
+      return listed;
+    });
+    await recountFleet(m.plane);
+    expect(await summary(m)).toMatchObject({ total: 2, faulty: ['a'] });
+  });
+});
