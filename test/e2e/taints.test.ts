@@ -48,7 +48,11 @@ describe('ClusterTaintPolicy windows on a running host', () => {
     const upAt = readyTransition(up.body);
     expect(await taintsOf('e2e-a')).toHaveLength(1);
     await waitFor(async () => ((await taintsOf('e2e-a')).length === 0 ? true : undefined), 5000);
-    const events = (await api(host.url, 'GET', 'events?kind=Cluster&name=e2e-a')).body.items as Array<{ reason: string; time: string; details?: any }>;
+    // The events are recorded right after the cluster's write: wait for them, not only for the taint to go.
+    const events = await waitFor(async () => {
+      const items = (await api(host.url, 'GET', 'events?kind=Cluster&name=e2e-a')).body.items as Array<{ reason: string; time: string; details?: any }>;
+      return items.some((e) => e.reason === 'TaintRemoved') ? items : undefined;
+    }, 5000);
     const removed = events.find((e) => e.reason === 'TaintRemoved')!;
     const removedAfter = Date.parse(removed.time) - upAt;
     expect(removedAfter).toBeGreaterThanOrEqual(2000);

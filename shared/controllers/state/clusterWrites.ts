@@ -87,9 +87,9 @@ export async function updateCluster<R>(
   );
   const { value, record, changes, events } = outcome.result;
   if (fleetChanged) forgetFleet(plane);
+  if (events.length > 0) await plane.events.append(events);
   // The maintained fleet summary: a new cluster, or one that became faulty or recovered.
   if (outcome.etag !== undefined && (created || faultyChanged)) await noteFleetChange(plane, name, { created, faulty: faultyNow });
-  if (events.length > 0) await plane.events.append(events);
   if (changes.length > 0) annotate({ [ATTR.cluster]: name, [ATTR.taint]: changes.map((c) => `${c.action} ${c.taint.key}:${c.taint.effect}`).join(', ') });
   for (const c of changes) {
     plane.log.info(`taint ${c.action}`, {
