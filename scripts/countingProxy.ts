@@ -9,6 +9,8 @@ export interface CountingProxy {
   count: () => number;
   /** Requests by method and resource (table or queue, keys and query dropped), for BENCH_VERBOSE. */
   breakdown: () => Record<string, number>;
+  /** Table entities returned by reads (entity reads and query pages), counted in the response bodies. */
+  rowsRead: () => number;
   reset: () => void;
   close: () => Promise<void>;
 }
@@ -16,6 +18,7 @@ export interface CountingProxy {
 export async function startCountingProxy(target: string): Promise<CountingProxy> {
   const upstream = new URL(target);
   let count = 0;
+  let rows = 0;
   let byKind = new Map<string, number>();
   const server: Server = createServer((req, res) => {
     count++;
@@ -28,6 +31,10 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host } },
       (reply) => {
         res.writeHead(reply.statusCode ?? 502, reply.headers);
+        if (req.method === 'GET') {
+          // Each entity in a Table response carries one RowKey; a marker split across chunks is rare enough to ignore.
+          reply.on('data', (chunk: Buffer) => (rows += chunk.toString('latin1').split('"RowKey"').length - 1));
+        }
         reply.pipe(res);
       },
     );
@@ -45,8 +52,10 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
     url: `http://127.0.0.1:${port}`,
     count: () => count,
     breakdown: () => Object.fromEntries([...byKind].sort((a, b) => b[1] - a[1])),
+    rowsRead: () => rows,
     reset: () => {
       count = 0;
+      rows = 0;
       byKind = new Map();
     },
     close: () =>

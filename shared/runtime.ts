@@ -14,7 +14,7 @@ import type {
   TaintEvaluationMessage,
   TaintManagerMessage,
 } from './controllers/ports';
-import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from './controllers/records';
+import { BindingFlag, bindingFlags, BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from './controllers/records';
 import { KarmadaBindingStore } from './controllers/state/karmada/bindingStore';
 import { ClusterOverlay, KarmadaClusterStore } from './controllers/state/karmada/clusterStore';
 import { KubeMirroredEventLog } from './controllers/state/karmada/kubeEvents';
@@ -68,7 +68,7 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
     policies: new TableDocumentStore<PolicyRecord>(storage.table(TABLES.policies), 'policy'),
     events,
     evaluations: new StorageMessageQueue<TaintEvaluationMessage>(storage.queue(QUEUES.taintEvaluations)),
-    bindings: new TableDocumentStore<BindingRecord>(storage.table(TABLES.bindings), 'binding'),
+    bindings: new TableDocumentStore<BindingRecord, BindingFlag>(storage.table(TABLES.bindings), 'binding', bindingFlags),
     propagationPolicies: new TableDocumentStore<PropagationPolicyRecord>(storage.table(TABLES.propagationPolicies), 'propagationpolicy'),
     templates: new TableDocumentStore<TemplateRecord>(storage.table(TABLES.templates), 'template'),
     fleetSummary: new TableDocumentStore<FleetSummary>(storage.table(TABLES.clusters), 'summary'),

@@ -16,7 +16,7 @@ import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
 import { writeBinding } from './state/bindingWrites';
 import { bindingEvent, stateNotPreservedEvent } from './state/events';
-import { fleetClusters, recentPacerState } from './state/reads';
+import { bindingsNeeding, fleetClusters, recentPacerState } from './state/reads';
 
 /**
  * Application failover (seed 003) around the pure decisions: the workload status report folds into the
@@ -316,7 +316,7 @@ function evictForApplicationFailure(current: BindingRecord, cluster: string, unh
 export async function applicationFailoverResync(plane: ControlPlane): Promise<number> {
   let evicted = 0;
   const now = plane.clock.now();
-  for (const { id, value } of await plane.bindings.list()) {
+  for (const { id, value } of await bindingsNeeding(plane, 'watchesApplication')) {
     const behavior = value.spec.failover?.application;
     // Only what is due now (a lost deadline message, a resumed pause, a fleet that changed): a future
     // deadline already has its message.

@@ -7,6 +7,7 @@ import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
 import { writeBinding } from './state/bindingWrites';
 import { bindingEvent } from './state/events';
+import { bindingsNeeding } from './state/reads';
 
 /**
  * The graceful-eviction sweep for one binding: drops the tasks whose old copy may now go and records an
@@ -74,7 +75,7 @@ async function sweep(plane: ControlPlane, key: string, known?: Versioned<Binding
 /** The periodic sweep: every binding that has tasks. */
 export async function sweepAllBindings(plane: ControlPlane): Promise<number> {
   let dropped = 0;
-  for (const entry of await plane.bindings.list()) {
+  for (const entry of await bindingsNeeding(plane, 'needsSweep')) {
     if ((entry.value.spec.gracefulEvictionTasks ?? []).length > 0) {
       const startTime = Date.now();
       // From the listed version: a binding whose tasks all stay costs no further request.

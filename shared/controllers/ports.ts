@@ -3,10 +3,10 @@ import type { Clock } from '../clock';
 import type { AppConfig } from '../config';
 import type { EvictionRecord } from '../failover/bindingModel';
 import type { KubeApi, MemberEndpoint, MemberProber } from '../kube/api';
-import type { BulkDocumentStore, DocumentStore, EventLog, EvictionLedger, MessageQueue } from '../store/ports';
+import type { BulkDocumentStore, DocumentStore, EventLog, EvictionLedger, FlaggedDocumentStore, MessageQueue } from '../store/ports';
 import type { Logger } from '../telemetry/log';
 import type { FailoverMetrics } from '../telemetry/metrics';
-import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from './records';
+import type { BindingFlag, BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from './records';
 
 /** Where a watch of one kind got to: resume from here after a restart or on another instance. */
 export interface SyncCursor {
@@ -115,7 +115,7 @@ export interface ControlPlane {
   policies: DocumentStore<PolicyRecord>;
   events: EventLog;
   evaluations: MessageQueue<TaintEvaluationMessage>;
-  bindings: DocumentStore<BindingRecord>;
+  bindings: FlaggedDocumentStore<BindingRecord, BindingFlag>;
   propagationPolicies: DocumentStore<PropagationPolicyRecord>;
   templates: DocumentStore<TemplateRecord>;
   /** One document, `fleet`: the maintained fleet summary. */

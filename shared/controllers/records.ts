@@ -141,3 +141,20 @@ export interface TemplateRecord extends StoredMetadata {
   resourceVersion: string;
   claimedBy?: PolicyRef;
 }
+
+/** What a binding may need from a timer, kept as queryable flags with it (`FlaggedDocumentStore`). */
+export type BindingFlag = 'needsSweep' | 'needsScheduling' | 'watchesApplication';
+
+export function bindingFlags(record: BindingRecord): Record<BindingFlag, boolean> {
+  const items = record.status.aggregatedStatus ?? [];
+  return {
+    // Graceful-eviction tasks to assess.
+    needsSweep: (record.spec.gracefulEvictionTasks ?? []).length > 0,
+    // A scheduled generation behind (new without clusters, a lost cluster, an earlier no-fit).
+    needsScheduling: record.status.schedulerObservedGeneration !== record.generation,
+    // A running Unhealthy stretch or a held failover (application failover), or eviction history to prune.
+    watchesApplication:
+      (record.spec.failover?.application !== undefined && items.some((i) => i.unhealthySince !== undefined || i.failoverHeld !== undefined)) ||
+      (record.spec.activeEvictionHistory ?? []).length > 0,
+  };
+}

@@ -8,7 +8,7 @@ import type { ControlPlane } from './ports';
 import type { BindingRecord, BindingStatus } from './records';
 import { writeBinding } from './state/bindingWrites';
 import { bindingEvent } from './state/events';
-import { fleetClusters } from './state/reads';
+import { bindingsNeeding, fleetClusters } from './state/reads';
 
 type Condition = NonNullable<BindingStatus['conditions']>[number];
 
@@ -117,7 +117,7 @@ async function place(plane: ControlPlane, key: string, current?: Versioned<Bindi
 export async function scheduleAll(plane: ControlPlane): Promise<number> {
   if (plane.karmada) return 0;
   let scheduled = 0;
-  for (const entry of await plane.bindings.list()) {
+  for (const entry of await bindingsNeeding(plane, 'needsScheduling')) {
     if (
       entry.value.status.schedulerObservedGeneration !== entry.value.generation &&
       (await scheduleBinding(plane, entry.id, { traceparent: entry.value.traceparent })) === 'scheduled'

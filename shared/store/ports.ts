@@ -23,6 +23,15 @@ export interface DocumentStore<T> {
   delete(id: string, etag?: string): Promise<boolean>;
 }
 
+/**
+ * A DocumentStore whose documents carry boolean flags the store can query by (Table columns written in the
+ * same entity write as the document, so a flag is never out of step with its document): a timer asks for
+ * the documents that need it instead of listing them all.
+ */
+export interface FlaggedDocumentStore<T, F extends string> extends DocumentStore<T> {
+  listFlagged(flag: F): Promise<Array<Versioned<T> & { id: string }>>;
+}
+
 /** A DocumentStore that can also write many documents unconditionally, batched (a relist's snapshot). */
 export interface BulkDocumentStore<T> extends DocumentStore<T> {
   upsertMany(entries: Array<{ id: string; value: T }>): Promise<void>;

@@ -1,6 +1,6 @@
 import { odata, RestError, TableClient, TableServiceClient, TableTransaction, TransactionAction } from '@azure/data-tables';
 import { submit } from './ledger/transactions';
-import { BulkDocumentStore, ConcurrencyError, EventLog, EventQuery, EventRecord, LeaseStore, Versioned } from './ports';
+import { BulkDocumentStore, ConcurrencyError, EventLog, EventQuery, EventRecord, FlaggedDocumentStore, LeaseStore, Versioned } from './ports';
 
 /** Table names this app uses. Created at start by the local host and by the deployment templates. */
 export const TABLES = {
@@ -25,10 +25,12 @@ function statusOf(error: unknown): number | undefined {
 }
 
 /** JSON documents in one partition of a table; large documents are split over several properties. */
-export class TableDocumentStore<T> implements BulkDocumentStore<T> {
+export class TableDocumentStore<T, F extends string = never> implements BulkDocumentStore<T>, FlaggedDocumentStore<T, F> {
   constructor(
     private readonly client: TableClient,
     private readonly partition: string,
+    /** Boolean columns written with each document (`flag_<name>`), to query by. */
+    private readonly flags?: (value: T) => Record<F, boolean>,
   ) {}
 
   private encode(id: string, value: T): Record<string, unknown> {
@@ -36,6 +38,7 @@ export class TableDocumentStore<T> implements BulkDocumentStore<T> {
     const chunks = Math.max(1, Math.ceil(json.length / CHUNK));
     if (chunks > MAX_CHUNKS) throw new Error(`document ${id} is too large to store (${json.length} characters)`);
     const entity: Record<string, unknown> = { partitionKey: this.partition, rowKey: id, chunks };
+    if (this.flags) for (const [flag, on] of Object.entries(this.flags(value))) entity[`flag_${flag}`] = on;
     for (let i = 0; i < chunks; i++) entity[`doc${i}`] = json.slice(i * CHUNK, (i + 1) * CHUNK);
     return entity;
   }
@@ -61,6 +64,16 @@ export class TableDocumentStore<T> implements BulkDocumentStore<T> {
     const out: Array<Versioned<T> & { id: string }> = [];
     const entities = this.client.listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq ${this.partition}` } });
     for await (const entity of entities) out.push({ id: String(entity.rowKey), value: this.decode(entity), etag: String(entity.etag) });
+    return out;
+  }
+
+  /** The documents whose flag is set: one query that returns only them. */
+  async listFlagged(flag: F): Promise<Array<Versioned<T> & { id: string }>> {
+    const out: Array<Versioned<T> & { id: string }> = [];
+    const filter = `${odata`PartitionKey eq ${this.partition}`} and flag_${flag} eq true`;
+    for await (const entity of this.client.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
+      out.push({ id: String(entity.rowKey), value: this.decode(entity), etag: String(entity.etag) });
+    }
     return out;
   }
 

@@ -9,7 +9,15 @@ import type {
   TaintEvaluationMessage,
   TaintManagerMessage,
 } from '../../shared/controllers/ports';
-import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from '../../shared/controllers/records';
+import {
+  BindingFlag,
+  bindingFlags,
+  BindingRecord,
+  ClusterRecord,
+  PolicyRecord,
+  PropagationPolicyRecord,
+  TemplateRecord,
+} from '../../shared/controllers/records';
 import { MemoryDocumentStore, MemoryEventLog, MemoryLedger, MemoryMessageQueue } from '../../shared/store/memory';
 import { silentLogger } from '../../shared/telemetry/log';
 import { FailoverMetrics } from '../../shared/telemetry/metrics';
@@ -22,7 +30,7 @@ export function memoryPlane(settings: Record<string, string> = {}, start = '2026
     clusters: new MemoryDocumentStore<ClusterRecord>(),
     policies: new MemoryDocumentStore<PolicyRecord>(),
     events: new MemoryEventLog(),
-    bindings: new MemoryDocumentStore<BindingRecord>(),
+    bindings: new MemoryDocumentStore<BindingRecord, BindingFlag>({ flags: bindingFlags }),
     propagationPolicies: new MemoryDocumentStore<PropagationPolicyRecord>(),
     templates: new MemoryDocumentStore<TemplateRecord>(),
     fleetSummary: new MemoryDocumentStore<FleetSummary>(),

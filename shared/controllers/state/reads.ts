@@ -3,9 +3,10 @@ import type { CandidateCluster } from '../../failover/precheck';
 import type { PropagationCandidate } from '../../failover/propagation';
 import { keep, mutate, write } from '../../store/optimistic';
 import type { PacerState } from '../../store/ports';
-import { ConcurrencyError } from '../../store/ports';
+import { ConcurrencyError, Versioned } from '../../store/ports';
 import type { ControlPlane, FleetSummary } from '../ports';
 import type { PolicyRecord } from '../records';
+import { BindingFlag, bindingFlags, BindingRecord } from '../records';
 import { RecentCache } from './cache';
 
 /**
@@ -168,4 +169,22 @@ export function recentPacerState(plane: ControlPlane, maxAgeMs = SECOND): Promis
 /** After this process wrote the pacer row (the pause switch), its own checks see it at once. */
 export function rememberPacerState(plane: ControlPlane, state: PacerState): void {
   pacerStateCache.set(plane, state);
+}
+
+/** Every this many runs (and at a process's first), a timer lists every binding instead of its flag's few. */
+const FULL_SCAN_EVERY = 20;
+const scanRuns = new WeakMap<object, Map<BindingFlag, number>>();
+
+/**
+ * The bindings a timer has work for: those whose flag is set, one query that returns only them. The
+ * process's first run and every twentieth list them all instead and filter, the safety net for a flag
+ * written by an older version (or not at all).
+ */
+export async function bindingsNeeding(plane: ControlPlane, flag: BindingFlag): Promise<Array<Versioned<BindingRecord> & { id: string }>> {
+  let runs = scanRuns.get(plane);
+  if (!runs) scanRuns.set(plane, (runs = new Map<BindingFlag, number>()));
+  const run = runs.get(flag) ?? 0;
+  runs.set(flag, run + 1);
+  if (run % FULL_SCAN_EVERY === 0) return (await plane.bindings.list()).filter((entry) => bindingFlags(entry.value)[flag]);
+  return plane.bindings.listFlagged(flag);
 }

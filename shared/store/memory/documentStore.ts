@@ -1,4 +1,4 @@
-import { ConcurrencyError, DocumentStore, Versioned } from '../ports';
+import { ConcurrencyError, DocumentStore, FlaggedDocumentStore, Versioned } from '../ports';
 import { checkKey, nextEtag } from './errors';
 import { BeforeWrite, FaultOptions, Faults } from './faults';
 
@@ -15,12 +15,20 @@ const MAX_JSON = 30 * 30_000;
  * JSON (undefined properties, Dates, class instances) comes back as it would from the Table.
  * `failNext` and `beforeWrite` make chosen calls fail (see `Faults`).
  */
-export class MemoryDocumentStore<T> implements DocumentStore<T> {
+export class MemoryDocumentStore<T, F extends string = never> implements FlaggedDocumentStore<T, F> {
   private readonly docs = new Map<string, { json: string; etag: string }>();
   readonly faults = new Faults<DocumentMethod>();
+  private readonly flags?: (value: T) => Record<F, boolean>;
 
-  constructor(options: { beforeWrite?: BeforeWrite<DocumentMethod> } = {}) {
+  constructor(options: { beforeWrite?: BeforeWrite<DocumentMethod>; flags?: (value: T) => Record<F, boolean> } = {}) {
     this.faults.beforeWrite = options.beforeWrite;
+    this.flags = options.flags;
+  }
+
+  /** As the Table adapter: the documents whose flag (computed as it was written) is set. */
+  async listFlagged(flag: F): Promise<Array<Versioned<T> & { id: string }>> {
+    const all = await this.list();
+    return this.flags ? all.filter((entry) => this.flags!(entry.value)[flag]) : [];
   }
 
   failNext(method: DocumentMethod, error: Error, options?: FaultOptions): void {

@@ -2,8 +2,8 @@ import { type BindingSpec, failoverSchema, placementSchema } from '../../../api/
 import type { WorkloadStatusItem } from '../../../failover/applicationFailover';
 import { BindingKind, parseBindingKey } from '../../../failover/bindingModel';
 import { KARMADA, KubeApi, KubeObject, KubeResource } from '../../../kube/api';
-import { ConcurrencyError, DocumentStore, Versioned } from '../../../store/ports';
-import type { BindingRecord } from '../../records';
+import { ConcurrencyError, FlaggedDocumentStore, Versioned } from '../../../store/ports';
+import { BindingFlag, bindingFlags, BindingRecord } from '../../records';
 import {
   ANNOTATIONS,
   annotationValue,
@@ -36,7 +36,7 @@ export function bindingKeyOf(object: KubeObject, kind: BindingKind): string {
  * merge patch guarded by the resourceVersion it was computed from. Status belongs to Karmada's
  * binding-status controller and is never written; placement belongs to Karmada's scheduler.
  */
-export class KarmadaBindingStore implements DocumentStore<BindingRecord> {
+export class KarmadaBindingStore implements FlaggedDocumentStore<BindingRecord, BindingFlag> {
   private readonly read = new ReadObjects();
 
   constructor(private readonly api: KubeApi) {}
@@ -60,6 +60,11 @@ export class KarmadaBindingStore implements DocumentStore<BindingRecord> {
         return { id, value: toBindingRecord(object, kind), etag: object.metadata.resourceVersion ?? '' };
       });
     return [...entries(namespaced.items, 'ResourceBinding'), ...entries(clusterScoped.items, 'ClusterResourceBinding')];
+  }
+
+  /** Karmada has no such index: the listing, filtered. */
+  async listFlagged(flag: BindingFlag): Promise<Array<Versioned<BindingRecord> & { id: string }>> {
+    return (await this.list()).filter((entry) => bindingFlags(entry.value)[flag]);
   }
 
   create(): Promise<string> {

@@ -1,0 +1,207 @@
+/**
+ * `npm run bench -- scale [clusters] [bindings]` (issues 5/5 and 5b): a fleet of realistic size on one
+ * local host and one Azurite, every Table and Queue request counted at a proxy. The fleet is seeded straight
+ * into storage in bulk (what the host would hold after applying it), then measured: idle requests and table
+ * rows read per minute, the host's memory, planning against Azurite's own batch-insert ceiling measured in
+ * the same run, the achieved eviction rate and storage requests per eviction when 10 clusters fail at once.
+ */
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { TransactionAction } from '@azure/data-tables';
+import { sleep } from '../shared/clock';
+import { loadConfig } from '../shared/config';
+import type { BindingRecord, ClusterRecord } from '../shared/controllers/records';
+import { newClusterRecord } from '../shared/controllers/records';
+import { placementsOf } from '../shared/controllers/state/bindingWrites';
+import { recountFleet } from '../shared/controllers/state/reads';
+import { createControlPlane } from '../shared/runtime';
+import { submit } from '../shared/store/ledger/transactions';
+import { TableDocumentStore, TABLES } from '../shared/store/tableStorage';
+import { silentLogger } from '../shared/telemetry/log';
+import { startTestStorage } from '../test/helpers/azurite';
+import { cluster } from '../test/helpers/fleet';
+import { api, startHostProcess } from '../test/helpers/hostProcess';
+import { startCountingProxy } from './countingProxy';
+
+const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
+const origin = (endpoint: string) => new URL(endpoint).origin;
+
+/** Resident memory of a process, from /proc (Linux), in MB. */
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return round(kb / 1024);
+}
+
+function clusterRecord(name: string, now: Date): ClusterRecord {
+  const record = newClusterRecord(name, now, 'apply');
+  record.conditions = [{ type: 'Ready', status: 'True', reason: 'ClusterReady', lastTransitionTime: now.toISOString() }];
+  record.lastReportAt = now.toISOString();
+  return record;
+}
+
+function bindingRecord(i: number, home: string, other: string, now: Date): BindingRecord {
+  return {
+    kind: 'ResourceBinding',
+    namespace: 'default',
+    name: `app-${i}`,
+    uid: randomUUID(),
+    createdAt: now.toISOString(),
+    generation: 1,
+    rev: 1,
+    labels: {},
+    annotations: {},
+    spec: {
+      resource: { apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'default', name: `app-${i}` },
+      replicas: 1,
+      clusters: [{ name: home, replicas: 1 }],
+      placement: { clusterAffinity: { clusterNames: [home, other] } },
+      failover: { cluster: { purgeMode: 'Gracefully', tolerationSeconds: 0 } },
+    },
+    status: { schedulerObservedGeneration: 1 },
+  };
+}
+
+/** Azurite's own ceiling: full 100-entity transactions into one partition, 8 at a time (as the ledger writes). */
+async function batchInsertCeiling(storage: Awaited<ReturnType<typeof startTestStorage>>['storage'], entities: number): Promise<number> {
+  const client = storage.table(TABLES.ledger);
+  const actions = Array.from({ length: entities }, (_, i): TransactionAction => [
+    'upsert',
+    { partitionKey: 'bench-ceiling', rowKey: `r${String(i).padStart(7, '0')}`, payload: 'x'.repeat(200) },
+    'Replace',
+  ]);
+  const started = performance.now();
+  await submit(client, actions);
+  return Math.round(entities / ((performance.now() - started) / 1000));
+}
+
+export async function scaleRun(clusters: number, bindings: number, failing = 10, rate = 50, evictionSeconds = 60) {
+  const env = await startTestStorage();
+  const tableProxy = await startCountingProxy(origin(env.azurite.tableEndpoint));
+  const queueProxy = await startCountingProxy(origin(env.azurite.queueEndpoint));
+  const connection = env.azurite.connectionString
+    .replace(/QueueEndpoint=[^;]+/, `QueueEndpoint=${queueProxy.url}/devstoreaccount1`)
+    .replace(/TableEndpoint=[^;]+/, `TableEndpoint=${tableProxy.url}/devstoreaccount1`);
+  const now = new Date();
+  try {
+    // Seed in bulk, straight into storage.
+    const plane = createControlPlane(env.storage, loadConfig({}), { log: silentLogger });
+    const names = Array.from({ length: clusters }, (_, c) => `c${c}`);
+    const seedStarted = performance.now();
+    await (plane.clusters as TableDocumentStore<ClusterRecord>).upsertMany(names.map((name) => ({ id: name, value: clusterRecord(name, now) })));
+    // Each binding's second candidate is half the fleet away, so the failing clusters (the first few) are never each other's target.
+    const records = Array.from({ length: bindings }, (_, i) => bindingRecord(i, names[i % clusters], names[(i + Math.floor(clusters / 2)) % clusters], now));
+    await (plane.bindings as TableDocumentStore<BindingRecord>).upsertMany(records.map((r) => ({ id: `rb:default:${r.name}`, value: r })));
+    await plane.ledger.upsertPlacements(records.flatMap(placementsOf));
+    await recountFleet(plane);
+    const seedSeconds = round((performance.now() - seedStarted) / 1000);
+    const ceiling = await batchInsertCeiling(env.storage, 10_000);
+
+    const host = await startHostProcess({ AzureWebJobsStorage: connection, FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: String(rate) });
+    try {
+      // Idle: a minute with nothing failing (after the timers' first runs).
+      await sleep(5000);
+      tableProxy.reset();
+      queueProxy.reset();
+      const idleStarted = performance.now();
+      await sleep(60_000);
+      const idleMinutes = (performance.now() - idleStarted) / 60_000;
+      const idle = {
+        requestsPerMinute: Math.round((tableProxy.count() + queueProxy.count()) / idleMinutes),
+        tableRowsReadPerMinute: Math.round(tableProxy.rowsRead() / idleMinutes),
+        hostMemoryMb: rssMb(host.child.pid!),
+        breakdown: process.env.BENCH_VERBOSE ? { ...tableProxy.breakdown(), ...queueProxy.breakdown() } : undefined,
+      };
+
+      // Fail `failing` clusters at once; planning = time until every binding on them has a ledger row.
+      const failed = names.slice(0, failing);
+      const expected = records.filter((r) => failed.includes(r.spec.clusters![0].name)).length;
+      tableProxy.reset();
+      queueProxy.reset();
+      const failedAt = performance.now();
+      const res = await api(
+        host.url,
+        'POST',
+        'apply',
+        failed.map((name) => cluster(name, true)),
+      );
+      if (res.status !== 200) throw new Error(`apply failed: ${res.status} ${JSON.stringify(res.body)}`);
+      let planned = 0;
+      for (;;) {
+        planned = (await Promise.all(failed.map((name) => plane.ledger.listEvictions(name)))).reduce((n, rows) => n + rows.length, 0);
+        if (planned >= expected || performance.now() - failedAt > 300_000) break;
+        await sleep(250);
+      }
+      const planningSeconds = (performance.now() - failedAt) / 1000;
+
+      // The evictions, until the last is done (or `evictionSeconds` pass); requests counted over the same span.
+      tableProxy.reset();
+      queueProxy.reset();
+      const windowStarted = performance.now();
+      let done: Array<{ record: { executedAt?: string } }> = [];
+      while (performance.now() - windowStarted < evictionSeconds * 1000) {
+        const rows = (await Promise.all(failed.map((name) => plane.ledger.listEvictions(name, ['done', 'blocked'])))).flat();
+        done = rows.filter((row) => row.record.state === 'done');
+        if (rows.length >= expected) break;
+        await sleep(500);
+      }
+      const windowSeconds = (performance.now() - windowStarted) / 1000;
+      const requests = tableProxy.count() + queueProxy.count();
+      const times = done
+        .map((row) => Date.parse(row.record.executedAt ?? ''))
+        .filter((t) => !Number.isNaN(t))
+        .sort((a, b) => a - b);
+      const evicted = times.length;
+      const achievedRate = evicted > 1 ? (evicted - 1) / ((times[evicted - 1] - times[0]) / 1000) : 0;
+      const idlePerSecond = idle.requestsPerMinute / 60;
+      return {
+        clusters,
+        bindings,
+        seedSeconds,
+        idle,
+        planning: {
+          failing,
+          expected,
+          planned,
+          seconds: round(planningSeconds, 2),
+          perSecond: Math.round(planned / planningSeconds),
+          azuriteBatchInsertPerSecond: ceiling,
+          ratio: round(planned / planningSeconds / ceiling, 2),
+        },
+        evictions: {
+          configured: rate,
+          evicted,
+          seconds: round(windowSeconds),
+          achieved: round(achievedRate, 2),
+          ratio: round(achievedRate / rate, 3),
+          requestsPerEviction: evicted ? round(requests / evicted) : null,
+          marginalRequestsPerEviction: evicted ? round((requests - idlePerSecond * windowSeconds) / evicted) : null,
+          hostMemoryMb: rssMb(host.child.pid!),
+          breakdown: process.env.BENCH_VERBOSE ? { ...tableProxy.breakdown(), ...queueProxy.breakdown() } : undefined,
+        },
+      };
+    } finally {
+      await host.stop();
+    }
+  } finally {
+    await tableProxy.close();
+    await queueProxy.close();
+    await env.close();
+  }
+}
+
+if (require.main === module) {
+  scaleRun(
+    Number(process.argv[2] ?? 1000),
+    Number(process.argv[3] ?? 100_000),
+    Number(process.argv[4] ?? 10),
+    50,
+    Number(process.env.BENCH_EVICTION_SECONDS ?? 60),
+  ).then(
+    (result) => console.log(JSON.stringify(result, null, 2)),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
+}
