@@ -21,6 +21,7 @@ import { startTestStorage } from '../test/helpers/azurite';
 import { achievedRate, applyObjects, binding, cluster, LedgerItem } from '../test/helpers/fleet';
 import { api, HostProcess, startHostProcess } from '../test/helpers/hostProcess';
 import { karmadaRun } from './benchKarmada';
+import { scaleRun } from './benchScale';
 import { startCountingProxy } from './countingProxy';
 
 const ROOT = join(__dirname, '..');
@@ -422,6 +423,26 @@ async function main() {
   }
   if (process.argv[2] === 'templates') {
     console.log(JSON.stringify(await templatesRun(Number(process.argv[3] ?? 10_000))));
+    return;
+  }
+  if (process.argv[2] === 'scale') {
+    // 100 and 1,000 clusters at 10,000 bindings, then the target size (or the sizes given).
+    const sizes: Array<[number, number]> = process.argv[3]
+      ? [[Number(process.argv[3]), Number(process.argv[4] ?? 100_000)]]
+      : [
+          [100, 10_000],
+          [1000, 10_000],
+          [1000, 100_000],
+        ];
+    const runs = [];
+    for (const [clusters, bindings] of sizes) runs.push(await scaleRun(clusters, bindings, 10, 50, 120));
+    writeFileSync(join(ROOT, 'bench-scale.json'), JSON.stringify(runs, null, 2) + '\n');
+    console.log('clusters | bindings | idle req/min | idle rows read/min | host MB | planning/s (× ceiling) | achieved/50 | req/eviction');
+    for (const r of runs) {
+      console.log(
+        `${r.clusters} | ${r.bindings} | ${r.idle.requestsPerMinute} | ${r.idle.tableRowsReadPerMinute} | ${Math.max(r.idle.hostMemoryMb, r.evictions.hostMemoryMb)} | ${r.planning.perSecond} (×${r.planning.ratio}) | ${r.evictions.achieved} (×${r.evictions.ratio}) | ${r.evictions.requestsPerEviction}`,
+      );
+    }
     return;
   }
   if (process.argv[2] === 'karmada') {
