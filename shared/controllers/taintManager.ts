@@ -5,7 +5,7 @@ import { queueNameOf } from '../telemetry/metrics';
 import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import type { ControlPlane, TaintManagerMessage } from './ports';
 import { clusterEvent } from './state/events';
-import { fleetClusters } from './state/reads';
+import { fleetClusters, noteFleetChange } from './state/reads';
 
 /** Rows waiting for a slot or a target: what a recovery abandons at once. */
 const WAITING_STATES: readonly EvictionState[] = ['pending', 'blocked'];
@@ -43,6 +43,9 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
   const { traceparent } = currentTraceCarrier();
   const cluster = await plane.clusters.get(name);
   const faultyTaints = cluster?.value.taints.filter(isFaultyTaint) ?? [];
+  // The fleet summary agrees with what is planned on (idempotent: repairs a note lost to a crash between
+  // the cluster's write and the summary's, within the 30 s resync rather than the minute recount).
+  if (cluster) await noteFleetChange(plane, name, { faulty: faultyTaints.length > 0 });
   if (faultyTaints.length === 0) {
     const why = cluster ? 'the cluster recovered: it has no NoExecute or PreferNoExecute taint' : 'the cluster was deleted';
     const abandoned = await abandonEvictions(plane, name, why);

@@ -67,3 +67,19 @@ describe('the maintained fleet summary', () => {
     expect(await summary(m)).toMatchObject({ total: 2, faulty: ['a'] });
   });
 });
+
+describe('a lost summary note', () => {
+  it('is repaired by the taint manager, which plans from the same cluster read', async () => {
+    const { manageCluster } = await import('../../shared/controllers/taintManager');
+    const m = memoryPlane();
+    await apply(m, [cluster('a'), cluster('b')]);
+    // A crash between the cluster's write and the summary's: the cluster is faulty, the summary does not know.
+    const stored = (await m.plane.fleetSummary.get('fleet'))!;
+    await apply(m, [cluster('a', true)]);
+    const after = (await m.plane.fleetSummary.get('fleet'))!;
+    await m.plane.fleetSummary.replace('fleet', stored.value, after.etag);
+    expect((await currentFleetHealth(m.plane, 0)).faulty).toBe(0);
+    await manageCluster(m.plane, 'a');
+    expect((await currentFleetHealth(m.plane, 0)).faulty).toBe(1);
+  });
+});
