@@ -97,7 +97,15 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
     const seedSeconds = round((performance.now() - seedStarted) / 1000);
     const ceiling = await batchInsertCeiling(env.storage, 10_000);
 
-    const host = await startHostProcess({ AzureWebJobsStorage: connection, FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: String(rate) });
+    // The seeded clusters do not report: long grace periods keep the heartbeat monitor from marking them all
+    // Unknown in the middle of the idle minute (a steady fleet would be reporting instead).
+    const host = await startHostProcess({
+      AzureWebJobsStorage: connection,
+      FAILOVER_ENABLED: 'true',
+      RESOURCE_EVICTION_RATE: String(rate),
+      CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: '86400',
+      CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: '86400',
+    });
     try {
       // Idle: a minute with nothing failing (after the timers' first runs).
       await sleep(5000);
