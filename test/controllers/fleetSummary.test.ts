@@ -4,6 +4,7 @@ import { applyObjects } from '../../shared/controllers/apply';
 import { deleteCluster } from '../../shared/controllers/clusters';
 import { currentFleetHealth, recountFleet } from '../../shared/controllers/state/reads';
 import { resyncAllClusters } from '../../shared/controllers/taintEvaluation';
+import { manageCluster } from '../../shared/controllers/taintManager';
 import { cluster } from '../helpers/fleet';
 import { memoryPlane } from '../helpers/memoryPlane';
 
@@ -70,7 +71,6 @@ describe('the maintained fleet summary', () => {
 
 describe('a lost summary note', () => {
   it('is repaired by the taint manager, which plans from the same cluster read', async () => {
-    const { manageCluster } = await import('../../shared/controllers/taintManager');
     const m = memoryPlane();
     await apply(m, [cluster('a'), cluster('b')]);
     // A crash between the cluster's write and the summary's: the cluster is faulty, the summary does not know.
