@@ -137,6 +137,7 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   // decision's mark, in one ETag-guarded write. Its placement row goes with the ledger commit below.
   const executedAt = now.toISOString();
   let missedRules: MissedRule[] = [];
+  let landedAt: string | undefined;
   const {
     result: evicted,
     record: written,
@@ -161,7 +162,15 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
         },
         at,
       );
-      if (!eviction.evicted) return keep(false);
+      if (!eviction.evicted) {
+        // Our own write landed and only its answer was lost (the retry saw 412 and read it back): the
+        // binding is off the cluster with this decision's mark. Finish it, do not abandon it.
+        const mark = current.evictionMarks?.[record.cluster];
+        const ours = mark?.decision === decisionOf(record) && !(current.spec.clusters ?? []).some((c) => c.name === record.cluster);
+        landedAt = ours ? mark.at : undefined;
+        return keep(ours);
+      }
+      landedAt = undefined;
       missedRules = eviction.missedRules;
       current.spec.clusters = eviction.clusters;
       current.spec.gracefulEvictionTasks = eviction.gracefulEvictionTasks;
@@ -183,7 +192,7 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
       { ...stateNotPreservedEvent(record, executedAt, record.cluster, missedRules), id: `state-${record.cluster}-${decisionOf(record)}` },
     ]);
   }
-  const outcome = await finishEviction(plane, row, executedAt, written && etag ? { value: written, etag } : undefined);
+  const outcome = await finishEviction(plane, row, landedAt ?? executedAt, written && etag ? { value: written, etag } : undefined);
   return outcome === 'finished' ? 'evicted' : outcome;
 }
 

@@ -131,10 +131,12 @@ export class TableEventLog implements EventLog {
   constructor(private readonly client: TableClient) {}
 
   async append(events: EventRecord[]): Promise<void> {
-    const byPartition = new Map<string, Array<{ entity: Record<string, unknown>; upsert: boolean }>>();
+    const byPartition = new Map<string, Array<Record<string, unknown>>>();
     for (const event of events) {
       const partitionKey = eventPartition(event.kind, event.name);
-      // An event with an id has a row key of its own, written with upsert: a retried step records it once.
+      // An event with an id has a row key of its own: a retried step records it once. Every event is written
+      // with upsert (row keys without an id are unique to this write), so a transaction the retry policy
+      // repeats after a lost answer lands once instead of failing with 409.
       const rowKey = event.id
         ? `${event.time}-id-${event.id}`
         : `${event.time}-${process.pid.toString(36)}-${(this.sequence++).toString(36).padStart(6, '0')}-${Math.random().toString(36).slice(2, 8)}`;
@@ -149,16 +151,13 @@ export class TableEventLog implements EventLog {
         message: event.message.slice(0, 4000),
         details: event.details ? JSON.stringify(event.details).slice(0, 30_000) : '',
       };
-      byPartition.set(partitionKey, [...(byPartition.get(partitionKey) ?? []), { entity, upsert: event.id !== undefined }]);
+      byPartition.set(partitionKey, [...(byPartition.get(partitionKey) ?? []), entity]);
     }
     await Promise.all(
       [...byPartition.values()].map(async (entities) => {
         for (let i = 0; i < entities.length; i += 100) {
           const transaction = new TableTransaction();
-          for (const { entity, upsert } of entities.slice(i, i + 100)) {
-            if (upsert) transaction.upsertEntity(entity as never, 'Replace');
-            else transaction.createEntity(entity as never);
-          }
+          for (const entity of entities.slice(i, i + 100)) transaction.upsertEntity(entity as never, 'Replace');
           await this.client.submitTransaction(transaction.actions);
         }
       }),

@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../shared/clock';
+import { loadConfig } from '../../shared/config';
+import { applyBinding } from '../../shared/controllers/bindings';
+import { applyCluster } from '../../shared/controllers/clusters';
+import { executeEviction } from '../../shared/controllers/evictionWorker';
+import { runPacer } from '../../shared/controllers/pacer';
+import type { EvictionMessage } from '../../shared/controllers/ports';
+import { manageCluster } from '../../shared/controllers/taintManager';
+import { decodeMessage } from '../../shared/queue/encoding';
+import { QUEUES } from '../../shared/queue/storageQueue';
+import { createControlPlane } from '../../shared/runtime';
+import { storageFromConnectionString } from '../../shared/store/connection';
+import { TableEventLog, TABLES } from '../../shared/store/tableStorage';
+import { silentLogger } from '../../shared/telemetry/log';
+import { startTestStorage, TestStorage } from '../helpers/azurite';
+import { FaultProxy, startFaultProxy } from '../helpers/faultProxy';
+import { binding, cluster } from '../helpers/fleet';
+
+/**
+ * A storage request that Azurite carried out but whose answer was lost (found by `npm run chaos`): the retry
+ * policy repeats it, and the repeat must not turn a success into a failure.
+ */
+let env: TestStorage;
+let proxy: FaultProxy;
+let storage: ReturnType<typeof storageFromConnectionString>;
+
+beforeAll(async () => {
+  env = await startTestStorage();
+  const table = new URL(env.azurite.tableEndpoint);
+  proxy = await startFaultProxy({ host: table.hostname, port: Number(table.port) });
+  storage = storageFromConnectionString(env.azurite.connectionString.replace(env.azurite.tableEndpoint, `http://${proxy.host}${table.pathname}`));
+}, 30_000);
+afterAll(async () => {
+  await proxy?.close();
+  await env?.close();
+});
+
+describe('a lost answer, retried', () => {
+  it('records an event once, instead of failing the step with 409 (the repeated transaction)', async () => {
+    const events = new TableEventLog(storage.table(TABLES.events));
+    proxy.cutResponses(1, { bytes: 0 });
+    await events.append([
+      { time: new Date().toISOString(), kind: 'Cluster', name: 'lost-answer', type: 'Normal', reason: 'Registered', message: 'registered' },
+    ]);
+    expect(await events.list({ kind: 'Cluster', name: 'lost-answer', limit: 10 })).toHaveLength(1);
+  });
+
+  it("finishes an eviction whose binding write landed (the worker's read-back finds its own mark), instead of abandoning it", async () => {
+    const clock = new ManualClock(new Date());
+    const plane = createControlPlane(storage, loadConfig({ FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: '10' }), { clock, log: silentLogger });
+    for (const name of ['c1', 'c2', 'c3']) await applyCluster(plane, cluster(name) as never);
+    await applyBinding(plane, binding('web', ['c1'], { placement: { clusterAffinity: { clusterNames: ['c1', 'c2'] } } }) as never);
+    await applyCluster(plane, cluster('c1', true) as never);
+    await manageCluster(plane, 'c1');
+    await runPacer(plane);
+    const received = await env.storage.queue(QUEUES.evictions).receiveMessages({ numberOfMessages: 32 });
+    const messages = received.receivedMessageItems.map((m) => (decodeMessage(m.messageText) as { ok: true; value: EvictionMessage }).value);
+    expect(messages).toHaveLength(1);
+    clock.advance(5000);
+    const replace = plane.bindings.replace.bind(plane.bindings);
+    let armed = true;
+    plane.bindings.replace = async (...args: Parameters<typeof replace>) => {
+      if (armed) {
+        armed = false;
+        // The PUT reaches Azurite, its answer is lost; the retry gets 412 and the worker reads the binding back.
+        proxy.cutResponses(1, { bytes: 0 });
+      }
+      return replace(...args);
+    };
+    expect(await executeEviction(plane, messages[0])).toBe('evicted');
+    expect((await plane.ledger.getEviction('c1', 'rb:default:web'))?.record.state).toBe('done');
+    const web = (await plane.bindings.get('rb:default:web'))!.value;
+    expect(web.spec.clusters?.map((c) => c.name)).toEqual(['c2']);
+    expect(web.spec.gracefulEvictionTasks?.map((t) => t.fromCluster)).toEqual(['c1']);
+  });
+});
