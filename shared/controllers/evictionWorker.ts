@@ -61,7 +61,11 @@ async function execute(plane: ControlPlane, message: EvictionMessage): Promise<W
   if (wait > 0) await sleep(Math.min(wait, MAX_SLOT_WAIT_MS));
   // The message carries the row as scheduled; every write below is conditional on its ETag, so a row that
   // changed meanwhile (abandoned, done, back in line) is never acted on. Older messages without it read the row.
-  const row = message.record ? { record: message.record, etag: message.etag } : await plane.ledger.getEviction(message.cluster, message.bindingKey);
+  // A message whose slot passed long ago may have been overtaken by the repair, which puts such a row back
+  // in line for a new slot: then the row is read first, and a row no longer as scheduled is not acted on
+  // (acting would evict outside the pacing). A timely message saves the read.
+  const late = plane.clock.now().getTime() - Date.parse(message.slot) > REPAIR_AFTER_MS / 2;
+  const row = message.record && !late ? { record: message.record, etag: message.etag } : await plane.ledger.getEviction(message.cluster, message.bindingKey);
   if (!row || row.record.state !== 'scheduled' || row.etag !== message.etag) return 'duplicate';
   return settleScheduledRow(plane, row, 'evict');
 }

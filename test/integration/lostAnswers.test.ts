@@ -3,7 +3,7 @@ import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
 import { applyBinding } from '../../shared/controllers/bindings';
 import { applyCluster } from '../../shared/controllers/clusters';
-import { executeEviction } from '../../shared/controllers/evictionWorker';
+import { executeEviction, repairInFlight } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
 import type { EvictionMessage } from '../../shared/controllers/ports';
 import { manageCluster } from '../../shared/controllers/taintManager';
@@ -73,5 +73,29 @@ describe('a lost answer, retried', () => {
     const web = (await plane.bindings.get('rb:default:web'))!.value;
     expect(web.spec.clusters?.map((c) => c.name)).toEqual(['c2']);
     expect(web.spec.gracefulEvictionTasks?.map((t) => t.fromCluster)).toEqual(['c1']);
+  });
+
+  it('does not act on an eviction message the repair has overtaken (its row back in line for a new slot)', async () => {
+    const own = await startTestStorage();
+    try {
+      const clock = new ManualClock(new Date());
+      const plane = createControlPlane(own.storage, loadConfig({ FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: '10' }), { clock, log: silentLogger });
+      for (const name of ['c1', 'c2', 'c3']) await applyCluster(plane, cluster(name) as never);
+      await applyBinding(plane, binding('late', ['c1'], { placement: { clusterAffinity: { clusterNames: ['c1', 'c2'] } } }) as never);
+      await applyCluster(plane, cluster('c1', true) as never);
+      await manageCluster(plane, 'c1');
+      await runPacer(plane);
+      // The worker holding the message died; 15 s after the slot the repair puts the row back in line.
+      clock.advance(15_000);
+      expect(await repairInFlight(plane)).toMatchObject({ requeued: 1 });
+      const received = await own.storage.queue(QUEUES.evictions).receiveMessages({ numberOfMessages: 32 });
+      const message = (decodeMessage(received.receivedMessageItems[0].messageText) as { ok: true; value: EvictionMessage }).value;
+      // The dead worker's message comes back: it must not evict now, outside the pacing.
+      expect(await executeEviction(plane, message)).toBe('duplicate');
+      expect((await plane.ledger.getEviction('c1', 'rb:default:late'))?.record.state).toBe('pending');
+      expect((await plane.bindings.get('rb:default:late'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
+    } finally {
+      await own.close();
+    }
   });
 });
