@@ -6,12 +6,12 @@ import { evictFromPlacement } from '../failover/placementEviction';
 import { preScheduleCheck } from '../failover/precheck';
 import type { MissedRule } from '../failover/statePreservation';
 import { keep, write } from '../store/optimistic';
-import type { Versioned, VersionedEviction } from '../store/ports';
+import type { PacerState, Versioned, VersionedEviction } from '../store/ports';
 import { errorFields } from '../telemetry/log';
 import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import { unschedule } from './pacer';
 import type { ControlPlane, EvictionMessage } from './ports';
-import type { BindingRecord } from './records';
+import type { BindingRecord, ClusterRecord } from './records';
 import { scheduleBinding } from './scheduler';
 import { writeBinding } from './state/bindingWrites';
 import { RecentCache } from './state/cache';
@@ -21,6 +21,8 @@ import { fleetClusters, recentPacerState } from './state/reads';
 const MAX_SLOT_WAIT_MS = 15_000;
 /** A scheduled row this long past its slot has lost its message or its worker (a live worker acts at the slot). */
 export const REPAIR_AFTER_MS = 10_000;
+/** A storage read answered later than this may be stale against a write made meanwhile (a recovery, a pause). */
+const SLOW_READ_MS = 500;
 /** When this process last scanned and found no scheduled row at all. */
 const cleanScans = new RecentCache<number>(Number.POSITIVE_INFINITY);
 
@@ -80,14 +82,16 @@ const decisionOf = (record: EvictionRecord) => record.decidedAt;
  */
 export async function settleScheduledRow(plane: ControlPlane, row: VersionedEviction, mode: 'evict' | 'requeue'): Promise<WorkerOutcome> {
   const { record } = row;
-  const state = await recentPacerState(plane);
-  const hold = !plane.config.failoverEnabled
-    ? 'the Failover gate is off'
-    : state.paused
-      ? 'evictions are paused'
-      : state.tier === 'halted'
-        ? 'evictions are halted: too many clusters are faulty'
-        : undefined;
+  const holdReason = (state: PacerState) =>
+    !plane.config.failoverEnabled
+      ? 'the Failover gate is off'
+      : state.paused
+        ? 'evictions are paused'
+        : state.tier === 'halted'
+          ? 'evictions are halted: too many clusters are faulty'
+          : undefined;
+  let switchesReadAt = performance.now();
+  let hold = holdReason(await recentPacerState(plane));
 
   const binding = await plane.bindings.get(record.bindingKey);
   const mark = binding?.value.evictionMarks?.[record.cluster];
@@ -101,7 +105,14 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
     return 'postponed';
   }
   // Design decision 8: the source cluster's taint, read now from storage (no cache an abandon pass could race).
-  const source = await plane.clusters.get(record.cluster);
+  // An answer that took long may describe the cluster as it was before a recovery written meanwhile: it is
+  // read again until one comes back promptly (or three tries), so the window stays about one read wide.
+  let source: Versioned<ClusterRecord> | undefined;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const asked = performance.now();
+    source = await plane.clusters.get(record.cluster);
+    if (performance.now() - asked <= SLOW_READ_MS) break;
+  }
   if (!source?.value.taints.some(isFaultyTaint)) {
     return (await abandon(
       plane,
@@ -117,6 +128,16 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   if (mode === 'requeue') {
     await unschedule(plane, record, row.etag, 'its slot passed without an eviction (a lost message or a stopped worker): back in line for a new slot');
     return 'requeued';
+  }
+  // The switches were read before the storage reads above: when those were slow, a pause (or a halt) may
+  // have come meanwhile. Read them again, fresh, right before acting.
+  if (performance.now() - switchesReadAt > SLOW_READ_MS) {
+    switchesReadAt = performance.now();
+    hold = holdReason(await recentPacerState(plane, 0));
+    if (hold) {
+      await unschedule(plane, record, row.etag, hold);
+      return 'postponed';
+    }
   }
 
   const now = plane.clock.now();

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { decodeApplyDocuments } from '../../shared/api/decode';
+import { applyObjects } from '../../shared/controllers/apply';
+import { executeEviction } from '../../shared/controllers/evictionWorker';
+import { runPacer, setPaused } from '../../shared/controllers/pacer';
+import { manageCluster } from '../../shared/controllers/taintManager';
+import { binding, cluster } from '../helpers/fleet';
+import { memoryPlane } from '../helpers/memoryPlane';
+
+/**
+ * Found by `npm run chaos`: a storage read answered late describes the world as it was when it was served.
+ * The worker must not act on it when a recovery or a pause was written meanwhile.
+ */
+const sleepReal = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function oneScheduledEviction() {
+  const m = memoryPlane({ FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: '10' });
+  await applyObjects(m.plane, decodeApplyDocuments([cluster('c1'), cluster('c2'), cluster('c3'), binding('web', ['c1'])]));
+  await applyObjects(m.plane, decodeApplyDocuments([cluster('c1', true)]));
+  expect((await manageCluster(m.plane, 'c1')).planned).toBe(1);
+  await runPacer(m.plane);
+  const [message] = m.evictions.takeAll().map((entry) => entry.message);
+  m.clock.advance(5000);
+  return { m, message };
+}
+
+describe('the worker and slow storage reads', () => {
+  it('does not evict when the taint read was answered late and the cluster recovered meanwhile', async () => {
+    const { m, message } = await oneScheduledEviction();
+    const get = m.plane.clusters.get.bind(m.plane.clusters);
+    let first = true;
+    m.plane.clusters.get = async (id: string) => {
+      const answer = await get(id);
+      if (first && id === 'c1') {
+        first = false;
+        // Served before the recovery, delivered after it.
+        await applyObjects(m.plane, decodeApplyDocuments([cluster('c1', false)]));
+        await sleepReal(700);
+      }
+      return answer;
+    };
+    expect(await executeEviction(m.plane, message)).toBe('recovered');
+    expect((await m.plane.bindings.get('rb:default:web'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
+  });
+
+  it('does not evict when the reads were slow and evictions were paused meanwhile', async () => {
+    const { m, message } = await oneScheduledEviction();
+    const get = m.plane.bindings.get.bind(m.plane.bindings);
+    m.plane.bindings.get = async (id: string) => {
+      const answer = await get(id);
+      await setPaused(m.plane, true);
+      await sleepReal(700);
+      return answer;
+    };
+    // The switch was read (not paused) before the slow read; the pause came during it.
+    expect(await executeEviction(m.plane, message)).toBe('postponed');
+    expect((await m.plane.bindings.get('rb:default:web'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
+  });
+});
