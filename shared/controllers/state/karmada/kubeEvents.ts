@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { KARMADA, KubeApi, KubeApiError, KubeResource } from '../../../kube/api';
 import type { EventLog, EventQuery, EventRecord } from '../../../store/ports';
 import type { Logger } from '../../../telemetry/log';
-import { knownUid } from './kubeObjects';
+import { knownUid, noteUid } from './kubeObjects';
 
 /** The namespace Kubernetes puts events about cluster-scoped objects in. */
 const CLUSTER_SCOPED_EVENTS_NAMESPACE = 'default';
@@ -27,8 +27,6 @@ export function microTime(iso: string): string {
  * decision is never undone because its event could not be posted (the table keeps it).
  */
 export class KubeMirroredEventLog implements EventLog {
-  private readonly uids = new Map<string, string>();
-
   constructor(
     private readonly inner: EventLog,
     private readonly api: KubeApi,
@@ -86,17 +84,12 @@ export class KubeMirroredEventLog implements EventLog {
     }
   }
 
-  /** kubectl describe finds events by the object's uid too: look it up once per object. */
+  /** kubectl describe finds events by the object's uid too: known from the stores' reads, else looked up once. */
   private async uidOf(resource: KubeResource, name: string, namespace?: string): Promise<string | undefined> {
-    const key = `${resource.plural}/${namespace ?? ''}/${name}`;
-    const known = this.uids.get(key) ?? knownUid(this.api, resource.kind, name, namespace);
+    const known = knownUid(this.api, resource.kind, name, namespace);
     if (known) return known;
     const object = await this.api.get(resource, name, namespace);
-    const uid = object?.metadata.uid;
-    if (uid) {
-      this.uids.set(key, uid);
-      if (this.uids.size > 20_000) this.uids.delete(this.uids.keys().next().value!);
-    }
-    return uid;
+    if (object) noteUid(this.api, resource.kind, object);
+    return object?.metadata.uid;
   }
 }
