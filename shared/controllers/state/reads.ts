@@ -6,7 +6,7 @@ import type { PacerState } from '../../store/ports';
 import { ConcurrencyError, Versioned } from '../../store/ports';
 import type { ControlPlane, FleetSummary } from '../ports';
 import type { PolicyRecord } from '../records';
-import { BindingFlag, bindingFlags, BindingRecord } from '../records';
+import { BindingFlag, bindingFlags, BindingRecord, ClusterRecord } from '../records';
 import { RecentCache } from './cache';
 
 /**
@@ -67,32 +67,43 @@ export async function fleetCounts(plane: ControlPlane, maxAgeMs = SECOND): Promi
  * noted meanwhile wins (the recount is skipped), so a listing older than a noted change never undoes it.
  */
 export async function recountFleet(plane: ControlPlane): Promise<FleetSummary> {
-  if (plane.karmada) return fleetCounts(plane, 0);
+  const recount = await beginFleetRecount(plane);
+  return recount(plane.karmada ? [] : await plane.clusters.list());
+}
+
+/**
+ * A recount in two steps, for a caller that lists the clusters anyway (the minute resync): the stored
+ * summary is read now, and the returned function counts a listing made after this call and writes the
+ * result with the ETag read here (skipped when a change was noted meanwhile).
+ */
+export async function beginFleetRecount(plane: ControlPlane): Promise<(clusters: Array<{ value: ClusterRecord }>) => Promise<FleetSummary>> {
+  if (plane.karmada) return () => fleetCounts(plane, 0);
   const stored = await plane.fleetSummary.get(SUMMARY);
-  const clusters = await plane.clusters.list();
-  const counted: FleetSummary = {
-    total: clusters.length,
-    faulty: clusters
-      .filter(({ value }) => value.taints.some(isFaultyTaint))
-      .map(({ value }) => value.name)
-      .sort(),
-    recountedAt: plane.clock.now().toISOString(),
-  };
-  try {
-    if (!stored) await plane.fleetSummary.create(SUMMARY, counted);
-    else if (stored.value.total !== counted.total || JSON.stringify([...stored.value.faulty].sort()) !== JSON.stringify(counted.faulty)) {
-      plane.log.warn('fleet summary corrected by the recount', {
-        stored: { total: stored.value.total, faulty: stored.value.faulty.length },
-        counted: { total: counted.total, faulty: counted.faulty.length },
-      });
-      await plane.fleetSummary.replace(SUMMARY, counted, stored.etag);
+  return async (clusters) => {
+    const counted: FleetSummary = {
+      total: clusters.length,
+      faulty: clusters
+        .filter(({ value }) => value.taints.some(isFaultyTaint))
+        .map(({ value }) => value.name)
+        .sort(),
+      recountedAt: plane.clock.now().toISOString(),
+    };
+    try {
+      if (!stored) await plane.fleetSummary.create(SUMMARY, counted);
+      else if (stored.value.total !== counted.total || JSON.stringify([...stored.value.faulty].sort()) !== JSON.stringify(counted.faulty)) {
+        plane.log.warn('fleet summary corrected by the recount', {
+          stored: { total: stored.value.total, faulty: stored.value.faulty.length },
+          counted: { total: counted.total, faulty: counted.faulty.length },
+        });
+        await plane.fleetSummary.replace(SUMMARY, counted, stored.etag);
+      }
+    } catch (error) {
+      if (!(error instanceof ConcurrencyError)) throw error;
+      return (await plane.fleetSummary.get(SUMMARY))?.value ?? counted;
     }
-  } catch (error) {
-    if (!(error instanceof ConcurrencyError)) throw error;
-    return (await plane.fleetSummary.get(SUMMARY))?.value ?? counted;
-  }
-  summaryCache.set(plane, counted);
-  return counted;
+    summaryCache.set(plane, counted);
+    return counted;
+  };
 }
 
 /**
