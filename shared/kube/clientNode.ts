@@ -90,11 +90,6 @@ export class ClientNodeKubeApi implements KubeApi {
     return new ClientNodeKubeApi(lib, config, config.makeApiClient(lib.CustomObjectsApi), config.makeApiClient(lib.CoreV1Api), requestTimeoutMs);
   }
 
-  /** The API server's address (for messages; never the credentials). */
-  get server(): string {
-    return this.config.getCurrentCluster()?.server ?? '';
-  }
-
   private async call<T>(verb: KubeVerb, what: string, run: () => Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
     try {

@@ -23,7 +23,8 @@ interface WorkloadState {
   checkAt?: string;
 }
 
-export const bindingResource = (kind: BindingKind): KubeResource => (kind === 'ResourceBinding' ? KARMADA.resourceBindings : KARMADA.clusterResourceBindings);
+export const bindingKubeResource = (kind: BindingKind): KubeResource =>
+  kind === 'ResourceBinding' ? KARMADA.resourceBindings : KARMADA.clusterResourceBindings;
 
 export function bindingKeyOf(object: KubeObject, kind: BindingKind): string {
   return kind === 'ResourceBinding' ? `rb:${object.metadata.namespace ?? 'default'}:${object.metadata.name}` : `crb:${object.metadata.name}`;
@@ -43,7 +44,7 @@ export class KarmadaBindingStore implements FlaggedDocumentStore<BindingRecord, 
 
   async get(id: string): Promise<Versioned<BindingRecord> | undefined> {
     const ref = parseBindingKey(id);
-    const object = await this.api.get(bindingResource(ref.kind), ref.name, ref.namespace);
+    const object = await this.api.get(bindingKubeResource(ref.kind), ref.name, ref.namespace);
     if (!object) return undefined;
     this.read.remember(id, object);
     noteUid(this.api, ref.kind, object);
@@ -77,7 +78,7 @@ export class KarmadaBindingStore implements FlaggedDocumentStore<BindingRecord, 
 
   async replace(id: string, value: BindingRecord, etag: string): Promise<string> {
     const ref = parseBindingKey(id);
-    const resource = bindingResource(ref.kind);
+    const resource = bindingKubeResource(ref.kind);
     const object = this.read.recall(id, etag) ?? (await this.api.get(resource, ref.name, ref.namespace));
     if (!object) throw new ConcurrencyError(`binding ${id} is gone`);
     if (object.metadata.resourceVersion !== etag) throw new ConcurrencyError(`binding ${id} changed since it was read`);
