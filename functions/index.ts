@@ -15,8 +15,12 @@ import './clusterPropagationPolicies';
 import './templates';
 import './events';
 import './fleet';
+import './fleetHistory';
 import './evictionLedger';
+import './evictionSummary';
 import './failoverSwitch';
+import './whatIf';
+import './bindingWhy';
 import './healthz';
 // HTTP: health and workload reports
 import './clusterStatus';
@@ -24,6 +28,8 @@ import './alertmanagerWebhook';
 import './azureMonitorWebhook';
 import './bindingStatus';
 import './evictionTasks';
+// HTTP: operator actions
+import './clusterDrain';
 // taints
 import './clusterMonitor';
 import './clusterProbes';

@@ -690,3 +690,13 @@ export const APPLY_KINDS = {
   ClusterPropagationPolicy: clusterPropagationPolicySchema,
 } as const;
 export type ApplyKind = keyof typeof APPLY_KINDS;
+
+// ---------------------------------------------------------------------------------------------
+// What-if: POST /api/whatif
+
+export const whatIfRequestSchema = strictObject({
+  failClusters: z.array(clusterName).min(1, 'must name at least one cluster').max(1000, 'must name at most 1000 clusters'),
+  /** The condition the failing clusters would report; Ready=False when absent. */
+  condition: reportedConditionSchema.optional(),
+});
+export type WhatIfRequest = z.infer<typeof whatIfRequestSchema>;

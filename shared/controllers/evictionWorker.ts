@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sleep } from '../clock';
 import { EvictionRecord, parseBindingKey } from '../failover/bindingModel';
+import { bypassesGate, DRAIN_REASON, isCordoned } from '../failover/drain';
 import { isFaultyTaint } from '../failover/evictionDecision';
 import { evictFromPlacement } from '../failover/placementEviction';
 import { preScheduleCheck } from '../failover/precheck';
@@ -82,8 +83,9 @@ const decisionOf = (record: EvictionRecord) => record.decidedAt;
  */
 export async function settleScheduledRow(plane: ControlPlane, row: VersionedEviction, mode: 'evict' | 'requeue'): Promise<WorkerOutcome> {
   const { record } = row;
+  const drain = record.reason === DRAIN_REASON;
   const holdReason = (state: PacerState) =>
-    !plane.config.failoverEnabled
+    !plane.config.failoverEnabled && !bypassesGate(record)
       ? 'the Failover gate is off'
       : state.paused
         ? 'evictions are paused'
@@ -113,14 +115,15 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
     source = await plane.clusters.get(record.cluster);
     if (performance.now() - asked <= SLOW_READ_MS) break;
   }
-  if (!source?.value.taints.some(isFaultyTaint)) {
-    return (await abandon(
-      plane,
-      row,
-      source ? 'the cluster recovered before its slot: it has no NoExecute or PreferNoExecute taint' : 'the cluster was deleted',
-    ))
-      ? 'recovered'
-      : 'duplicate';
+  // A drain's row needs the cordon still there (an uncordon ends the drain); any other row a faulty taint.
+  const stillDue = drain ? isCordoned(source?.value.taints ?? []) : (source?.value.taints.some(isFaultyTaint) ?? false);
+  if (!stillDue) {
+    const why = !source
+      ? 'the cluster was deleted'
+      : drain
+        ? 'the cluster was uncordoned before its slot: the drain is over'
+        : 'the cluster recovered before its slot: it has no NoExecute or PreferNoExecute taint';
+    return (await abandon(plane, row, why)) ? 'recovered' : 'duplicate';
   }
   if (!binding || !placedOn.includes(record.cluster)) {
     return (await abandon(plane, row, binding ? 'the binding is no longer on this cluster' : 'the binding was deleted')) ? 'left' : 'duplicate';
@@ -179,8 +182,7 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
         current.spec,
         record.cluster,
         {
-          reason: 'TaintUntolerated',
-          producer: 'TaintManager',
+          ...(drain ? { reason: 'Drain', producer: 'ClusterDrain' } : { reason: 'TaintUntolerated', producer: 'TaintManager' }),
           purgeMode: record.purgeMode,
           ...(record.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: record.gracePeriodSeconds } : {}),
           statePreservation: { rules, status },

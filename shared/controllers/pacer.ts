@@ -1,10 +1,11 @@
 import type { EvictionRecord } from '../failover/bindingModel';
+import { bypassesGate } from '../failover/drain';
 import { assignSlots } from '../failover/evictionDecision';
 import { shardOf } from '../store/ledgerTable';
 import type { DueGroup, PacerState } from '../store/ports';
 import { ATTR, inSpan } from '../telemetry/tracing';
 import type { ControlPlane } from './ports';
-import { evictionEvent, switchEvent } from './state/events';
+import { evictionEvent, switchEvent, tierEvent } from './state/events';
 import { currentFleetHealth, rememberPacerState } from './state/reads';
 
 /**
@@ -33,16 +34,22 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   const now = plane.clock.now();
   const nowMs = now.getTime();
   const [{ state, etag }, recent] = await Promise.all([plane.ledger.getPacerState(), currentFleetHealth(plane)]);
-  const held = !plane.config.failoverEnabled
-    ? 'gate'
-    : state.paused
-      ? 'paused'
-      : Date.parse(state.nextSlotAt) > nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS
-        ? 'busy'
-        : undefined;
+  // With the Failover gate off only a drain's rows go (a person's decision): the pacer looks at the
+  // draining clusters' rows and leaves every other row where it is.
+  const gateOff = !plane.config.failoverEnabled;
+  const draining = new Set(state.draining);
+  const held =
+    gateOff && draining.size === 0
+      ? 'gate'
+      : state.paused
+        ? 'paused'
+        : Date.parse(state.nextSlotAt) > nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS
+          ? 'busy'
+          : undefined;
   // Candidates in due order: due groups (one per cluster shard and due time) say which clusters have rows
   // due when; one range query per (due time, cluster) then reads those rows across the cluster's shards.
-  const groups = held ? [] : await plane.ledger.listDue(new Date(nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS).toISOString(), 500);
+  const listed = held ? [] : await plane.ledger.listDue(new Date(nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS).toISOString(), 500);
+  const groups = gateOff ? listed.filter((group) => draining.has(group.cluster)) : listed;
   // The tier that claims rows is judged on the fleet as it is now, not on the second-old view (a fleet
   // that turned halted since, with rows decided on it, must schedule nothing). Idle ticks use the view.
   const health = groups.length > 0 ? await currentFleetHealth(plane, 0) : recent;
@@ -50,7 +57,7 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   const skipped = held ?? (health.rate === 0 ? 'halted' : undefined);
   const healthChanged = state.tier !== base.tier || state.rate !== base.rate || state.total !== base.total || state.faulty !== base.faulty;
   if (skipped) {
-    if (healthChanged) await plane.ledger.putPacerState(base, etag);
+    if (healthChanged && (await plane.ledger.putPacerState(base, etag))) await noteTier(plane, state, base);
     return { tier: health.tier, rate: health.rate, scheduled: 0, skipped };
   }
 
@@ -64,13 +71,19 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   }
   const ready: Array<{ record: EvictionRecord; etag: string; group: string }> = [];
   const exhausted: DueGroup[] = [];
+  /** Groups with a row the gate holds: kept for when the gate opens. */
+  const gated = new Set<string>();
   for (const bucket of buckets.values()) {
     if (ready.length >= limit) break;
     const wanted = limit - ready.length;
     const { dueAt, cluster } = bucket[0];
     const rows = await plane.ledger.pendingDue(cluster, dueAt, wanted + 1);
     const taken = rows.slice(0, wanted);
-    for (const row of taken) ready.push({ ...row, group: `${dueAt}|${cluster}|${shardOf(row.record.bindingKey)}` });
+    for (const row of taken) {
+      const group = `${dueAt}|${cluster}|${shardOf(row.record.bindingKey)}`;
+      if (gateOff && !bypassesGate(row.record)) gated.add(group);
+      else ready.push({ ...row, group });
+    }
     // Rows come in shard order: shards before the last one read have nothing more due at this time.
     const lastShard = rows.length > wanted ? shardOf(rows[rows.length - 1].record.bindingKey) : '~';
     exhausted.push(...bucket.filter((g) => g.shard < lastShard));
@@ -86,6 +99,7 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   const next: PacerState = { ...base, nextSlotAt: new Date(nextFreeSlot).toISOString() };
   if (claimed.length > 0 || healthChanged) {
     if (!(await plane.ledger.putPacerState(next, etag))) return { tier: health.tier, rate: health.rate, scheduled: 0, skipped: 'conflict' };
+    await noteTier(plane, state, next);
   }
 
   // The slots are ours: mark the rows scheduled (ETag-checked, batched per cluster), then send.
@@ -145,12 +159,18 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   }
   await Promise.all(sent);
   // A group is dropped only when every one of its rows got a slot; otherwise it is read again next time.
-  const unclaimed = new Set(ready.slice(claimed.length).map((r) => r.group));
+  const unclaimed = new Set([...ready.slice(claimed.length).map((r) => r.group), ...gated]);
   await plane.ledger.deleteDue(exhausted.filter((g) => !unclaimed.has(g.rowKey)));
   if (scheduled > 0) {
     plane.log.info('evictions scheduled', { count: scheduled, tier: health.tier, rate: health.rate, firstSlot: new Date(slots[0]).toISOString() });
   }
   return { tier: health.tier, rate: health.rate, scheduled };
+}
+
+/** The pacer that wrote a change of tier records it (the console's tier history). */
+async function noteTier(plane: ControlPlane, before: PacerState, after: PacerState): Promise<void> {
+  if (before.tier === after.tier) return;
+  await plane.events.append([tierEvent(before.tier, after.tier, after.rate, { total: after.total, faulty: after.faulty }, after.updatedAt)]);
 }
 
 /** POST /api/failover/pause and /resume: a stored switch the pacer and the worker read. */
@@ -167,6 +187,21 @@ export async function setPaused(plane: ControlPlane, paused: boolean): Promise<v
     }
   }
   throw new Error('could not update the pause switch: too much contention');
+}
+
+/** Adds or removes a cluster from the pacer's draining set (ETag-checked); true when it changed. */
+export async function setDraining(plane: ControlPlane, cluster: string, draining: boolean): Promise<boolean> {
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const { state, etag } = await plane.ledger.getPacerState();
+    if (state.draining.includes(cluster) === draining) return false;
+    const set = draining ? [...state.draining, cluster].sort() : state.draining.filter((name) => name !== cluster);
+    const next = { ...state, draining: set, updatedAt: plane.clock.now().toISOString() };
+    if (await plane.ledger.putPacerState(next, etag)) {
+      rememberPacerState(plane, next);
+      return true;
+    }
+  }
+  throw new Error('could not update the draining clusters: too much contention');
 }
 
 /** Puts a scheduled row back to pending (paused or halted when its slot came): it keeps its place in line. */

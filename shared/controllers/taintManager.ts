@@ -1,4 +1,5 @@
 import { ACTIVE_STATES, bindingKey, EvictionRecord, EvictionState, parseBindingKey } from '../failover/bindingModel';
+import { DRAIN_REASON } from '../failover/drain';
 import { decideEviction, isFaultyTaint } from '../failover/evictionDecision';
 import type { VersionedEviction } from '../store/ports';
 import { queueNameOf } from '../telemetry/metrics';
@@ -48,7 +49,8 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
   if (cluster) await noteFleetChange(plane, name, { faulty: faultyTaints.length > 0 });
   if (faultyTaints.length === 0) {
     const why = cluster ? 'the cluster recovered: it has no NoExecute or PreferNoExecute taint' : 'the cluster was deleted';
-    const abandoned = await abandonEvictions(plane, name, why);
+    // A drain's rows are not the taint manager's: they end with an uncordon, not with a recovery.
+    const abandoned = await abandonEvictions(plane, name, why, (record) => record.reason !== DRAIN_REASON);
     return { cluster: name, faulty: false, planned: 0, tolerated: 0, alreadyDecided: 0, abandoned };
   }
   // A failure episode starts with its earliest faulty taint; ended rows from before it may be decided anew.
@@ -119,8 +121,13 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
  * abandons the row itself (or the repair timer does, if the worker is gone): abandoning them here would
  * race a worker that has already read the taint. Counts only the rows this pass really moved.
  */
-export async function abandonEvictions(plane: ControlPlane, cluster: string, why: string): Promise<number> {
-  const waiting = await plane.ledger.listEvictions(cluster, WAITING_STATES);
+export async function abandonEvictions(
+  plane: ControlPlane,
+  cluster: string,
+  why: string,
+  which: (record: EvictionRecord) => boolean = () => true,
+): Promise<number> {
+  const waiting = (await plane.ledger.listEvictions(cluster, WAITING_STATES)).filter((row) => which(row.record));
   if (waiting.length === 0) return 0;
   const now = plane.clock.now().toISOString();
   const updates = waiting.map(({ record, etag }) => ({ record: { ...record, state: 'abandoned' as const, message: why, updatedAt: now }, etag }));

@@ -121,6 +121,11 @@ export interface PacerState {
   total: number;
   faulty: number;
   updatedAt: string;
+  /**
+   * Clusters cordoned by a drain: their `Drain` rows go even while the Failover gate is off (a person's
+   * decision), so the pacer looks at them when it holds everything else.
+   */
+  draining: string[];
 }
 
 export interface VersionedEviction {

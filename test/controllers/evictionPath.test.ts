@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { decodeApplyDocuments } from '../../shared/api/decode';
-import { applyObjects } from '../../shared/controllers/apply';
 import { executeEviction, WorkerOutcome } from '../../shared/controllers/evictionWorker';
 import { runPacer, setPaused } from '../../shared/controllers/pacer';
 import type { EvictionMessage } from '../../shared/controllers/ports';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
+import { applyTo, second } from '../helpers/memoryLoop';
 import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 
 /**
@@ -13,28 +12,7 @@ import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
  * worker → binding. Fast (no Azurite); the adapters behave as the Table ones (test/integration/ports.contract.test.ts).
  */
 
-async function fleet(m: MemoryPlane, objects: unknown[]): Promise<void> {
-  await applyObjects(m.plane, decodeApplyDocuments(objects));
-}
-
-/**
- * One second of the app: the pacer ticks, then the worker executes each queued message whose slot falls
- * within the second, at its slot (as the queue and the worker's wait do). Returns what ran.
- */
-async function second(m: MemoryPlane, queued: EvictionMessage[]): Promise<Array<{ message: EvictionMessage; outcome: WorkerOutcome }>> {
-  const tick = m.clock.now().getTime();
-  await runPacer(m.plane);
-  queued.push(...m.evictions.takeAll().map((s) => s.message));
-  queued.sort((a, b) => a.slot.localeCompare(b.slot));
-  const results = [];
-  while (queued.length > 0 && Date.parse(queued[0].slot) < tick + 1000) {
-    const message = queued.shift()!;
-    m.clock.set(new Date(Math.max(tick, Date.parse(message.slot))));
-    results.push({ message, outcome: await executeEviction(m.plane, message) });
-  }
-  m.clock.set(new Date(tick + 1000));
-  return results;
-}
+const fleet = applyTo;
 
 const rowsOf = async (m: MemoryPlane, name: string) => (await m.ledger.scanEvictions({ cluster: name })).map((r) => r.record);
 

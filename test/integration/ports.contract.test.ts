@@ -107,6 +107,7 @@ const pacer = (extra: Partial<PacerState> = {}): PacerState => ({
   total: 4,
   faulty: 1,
   updatedAt: '2026-01-01T00:00:00.000Z',
+  draining: [],
   ...extra,
 });
 
@@ -532,7 +533,16 @@ const ledger: Case[] = [
       const l = await s.ledger();
       const initial = await l.getPacerState();
       expect(initial).toEqual({
-        state: { nextSlotAt: '1970-01-01T00:00:00.000Z', paused: false, tier: 'primary', rate: 0, total: 0, faulty: 0, updatedAt: '1970-01-01T00:00:00.000Z' },
+        state: {
+          nextSlotAt: '1970-01-01T00:00:00.000Z',
+          paused: false,
+          tier: 'primary',
+          rate: 0,
+          total: 0,
+          faulty: 0,
+          updatedAt: '1970-01-01T00:00:00.000Z',
+          draining: [],
+        },
       });
       expect(await l.putPacerState(pacer(), undefined)).toBe(true);
       expect(await l.putPacerState(pacer({ rate: 9 }), undefined)).toBe(false);

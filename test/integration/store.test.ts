@@ -197,6 +197,7 @@ describe('TableLedger storage layout', () => {
       total: 4,
       faulty: 1,
       updatedAt: '2026-01-01T00:00:00.000Z',
+      draining: ['m2'],
     };
     await ledger.putPacerState(state, undefined);
     const rows: Array<Record<string, unknown>> = [];
@@ -241,7 +242,7 @@ describe('TableLedger storage layout', () => {
       traceparent: 'tp',
     });
     expect(rows[2]).toEqual({ partitionKey: '~due', rowKey: '2026-01-01T00:01:00.000Z|m1|27', dueAt: '2026-01-01T00:01:00.000Z', cluster: 'm1', shard: '27' });
-    expect(rows[3]).toEqual({ partitionKey: '~pacer', rowKey: 'state', ...state });
+    expect(rows[3]).toEqual({ partitionKey: '~pacer', rowKey: 'state', ...state, draining: '["m2"]' });
   });
 
   it('costs the same storage requests per call: one transaction per partition and 100 rows', async () => {

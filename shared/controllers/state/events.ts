@@ -25,6 +25,10 @@ export type EventReason =
   | 'Evicted'
   | 'EvictionBlocked'
   | 'EvictionPostponed'
+  // drain (a person's decision)
+  | 'Cordoned'
+  | 'DrainStarted'
+  | 'Uncordoned'
   // scheduling and graceful eviction
   | 'Scheduled'
   | 'NoClusterFit'
@@ -42,7 +46,8 @@ export type EventReason =
   | 'Unclaimed'
   // switches
   | 'Paused'
-  | 'Resumed';
+  | 'Resumed'
+  | 'RateTierChanged';
 
 type Type = EventRecord['type'];
 type Details = Record<string, unknown>;
@@ -123,6 +128,27 @@ export function stateNotPreservedEvent(ref: BindingRef, now: Date | string, clus
 /** The pause switch. */
 export function switchEvent(paused: boolean, now: Date | string): EventRecord {
   return event('Failover', 'evictions', now, 'Normal', paused ? 'Paused' : 'Resumed', paused ? 'evictions paused' : 'evictions resumed');
+}
+
+/**
+ * The fleet's eviction tier changed (on `Failover/evictions`, beside the switches): the console's tier
+ * history, one small partition read for the last hour.
+ */
+export function tierEvent(from: string, to: string, rate: number, counts: { total: number; faulty: number }, now: Date | string): EventRecord {
+  return event(
+    'Failover',
+    'evictions',
+    now,
+    to === 'primary' ? 'Normal' : 'Warning',
+    'RateTierChanged',
+    `eviction tier ${from} → ${to} (${rate}/s; ${counts.faulty} of ${counts.total} clusters faulty)`,
+    {
+      from,
+      to,
+      rate,
+      ...counts,
+    },
+  );
 }
 
 /** On a resource template (`kind` is the template's own, e.g. Deployment; `name` is `namespace/name` when namespaced). */

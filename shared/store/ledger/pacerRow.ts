@@ -13,9 +13,15 @@ export const initialPacerState = (): PacerState => ({
   total: 0,
   faulty: 0,
   updatedAt: new Date(0).toISOString(),
+  draining: [],
 });
 
-export const pacerEntity = (state: PacerState): LedgerEntity => ({ partitionKey: PACER, rowKey: PACER_ROW, ...state });
+export const pacerEntity = (state: PacerState): LedgerEntity => ({
+  partitionKey: PACER,
+  rowKey: PACER_ROW,
+  ...state,
+  draining: JSON.stringify(state.draining),
+});
 
 export function pacerFromEntity(e: Record<string, unknown>): PacerState {
   return {
@@ -26,6 +32,8 @@ export function pacerFromEntity(e: Record<string, unknown>): PacerState {
     total: Number(e.total),
     faulty: Number(e.faulty),
     updatedAt: String(e.updatedAt),
+    // Written as JSON text (a Table column holds no arrays); absent in rows written before drains existed.
+    draining: typeof e.draining === 'string' && e.draining !== '' ? (JSON.parse(e.draining) as string[]) : [],
   };
 }
 

@@ -1,0 +1,24 @@
+import { app } from '@azure/functions';
+import { drainCluster, uncordonCluster } from '../shared/controllers/drain';
+import { requireAdmin } from '../shared/http/auth';
+import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
+import { controlPlane } from '../shared/runtime';
+
+/** POST /api/clusters/{name}/drain: cordon the cluster and move every binding off it at the global rate. */
+export const clusterDrain = httpFunction(async (req) => {
+  allowMethods(req, ['POST']);
+  const plane = controlPlane();
+  requireAdmin(req, plane.config.auth);
+  return json(200, await drainCluster(plane, req.params.name));
+});
+
+/** POST /api/clusters/{name}/uncordon: remove the drain's cordon and abandon its waiting evictions. */
+export const clusterUncordon = httpFunction(async (req) => {
+  allowMethods(req, ['POST']);
+  const plane = controlPlane();
+  requireAdmin(req, plane.config.auth);
+  return json(200, await uncordonCluster(plane, req.params.name));
+});
+
+app.http('clusterDrain', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusters/{name}/drain', handler: clusterDrain });
+app.http('clusterUncordon', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusters/{name}/uncordon', handler: clusterUncordon });

@@ -1,0 +1,143 @@
+import { notFound } from '../api/errors';
+import { bindingKey, EvictionRecord } from '../failover/bindingModel';
+import { CORDON_TAINT, DRAIN_REASON, isCordoned, isCordonTaint } from '../failover/drain';
+import { currentTraceCarrier } from '../telemetry/tracing';
+import { setDraining } from './pacer';
+import type { ControlPlane } from './ports';
+import { updateCluster } from './state/clusterWrites';
+import { clusterEvent } from './state/events';
+import { abandonEvictions } from './taintManager';
+
+/**
+ * Drain and uncordon (seed 000: a separate drain command instead of implicit NoExecute taints). A drain
+ * cordons the cluster (the `karmadactl cordon` taint, held by hand), then evacuates every binding placed
+ * there through the ledger: rows of reason `Drain`, due now, paced at the global rate like any eviction,
+ * with the pre-scheduling check and each binding's purge mode. They go whatever the Failover gate says and
+ * wait while evictions are paused. Both calls are idempotent.
+ */
+
+export interface DrainOutcome {
+  cluster: string;
+  /** This call put the cordon taint on (false: it was already there). */
+  cordoned: boolean;
+  /** New rows of reason Drain (including waiting rows of a failure the drain took over). */
+  planned: number;
+  /** Bindings already scheduled to leave, or already drained. */
+  alreadyDecided: number;
+}
+
+export async function drainCluster(plane: ControlPlane, name: string): Promise<DrainOutcome> {
+  const cordon = await updateCluster<boolean>(plane, name, (current, now) => {
+    if (!current) return { unchanged: false };
+    if (isCordoned(current.taints)) return { unchanged: false };
+    current.taints = [...current.taints, { ...CORDON_TAINT, timeAdded: now.toISOString(), owners: [], manual: true }];
+    current.generation += 1;
+    return {
+      record: current,
+      result: true,
+      events: [clusterEvent(name, now, 'Cordoned', `cordoned for a drain: taint ${CORDON_TAINT.key}:${CORDON_TAINT.effect}; nothing new is placed here`)],
+    };
+  });
+  if (!cordon.record) throw notFound(`cluster "${name}" not found`);
+  await setDraining(plane, name, true);
+
+  const now = plane.clock.now();
+  const at = now.toISOString();
+  const { traceparent } = currentTraceCarrier();
+  const { placements, evictions } = await plane.ledger.listClusterRows(name);
+  const prior = new Map(evictions.map((row) => [row.record.bindingKey, row]));
+  const why = `the cluster is drained (cordoned ${cordon.record.taints.find(isCordonTaint)?.timeAdded ?? at})`;
+  const rows: Array<{ record: EvictionRecord; replaceEtag?: string }> = [];
+  const takeOver: Array<{ record: EvictionRecord; etag: string }> = [];
+  let alreadyDecided = 0;
+  for (const placement of placements) {
+    const key = bindingKey(placement);
+    const before = prior.get(key);
+    const state = before?.record.state;
+    // A failure's row still waiting becomes the drain's, due now; a scheduled row goes at its slot anyway.
+    if (before && (state === 'pending' || state === 'blocked') && before.record.reason !== DRAIN_REASON) {
+      takeOver.push({
+        etag: before.etag,
+        record: { ...before.record, state: 'pending', reason: DRAIN_REASON, why: `${why}; it was waiting: ${before.record.why}`, dueAt: at, updatedAt: at },
+      });
+      continue;
+    }
+    if (before && (state === 'pending' || state === 'blocked' || state === 'scheduled')) {
+      alreadyDecided++;
+      continue;
+    }
+    rows.push({
+      replaceEtag: before?.etag,
+      record: {
+        cluster: name,
+        bindingKey: key,
+        kind: placement.kind,
+        ...(placement.namespace ? { namespace: placement.namespace } : {}),
+        name: placement.name,
+        resourceKind: placement.resourceKind,
+        replicas: placement.replicas,
+        state: 'pending',
+        reason: DRAIN_REASON,
+        purgeMode: placement.failoverCluster?.purgeMode ?? 'Gracefully',
+        ...(placement.failoverCluster?.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: placement.failoverCluster.gracePeriodSeconds } : {}),
+        why,
+        taints: `${CORDON_TAINT.key}:${CORDON_TAINT.effect}`,
+        dueAt: at,
+        decidedAt: at,
+        decisionRev: placement.rev,
+        attempts: 0,
+        updatedAt: at,
+        ...(traceparent ? { traceparent } : {}),
+      },
+    });
+  }
+  if (rows.length > 0) await plane.ledger.recordEvictions(rows);
+  let tookOver = 0;
+  for (const update of takeOver) {
+    // ETag-checked one by one: a row the pacer took meanwhile goes at its slot as it is.
+    if ((await plane.ledger.updateEviction(update.record, update.etag)) !== false) {
+      await plane.ledger.addDue([update.record]);
+      tookOver++;
+    } else alreadyDecided++;
+  }
+  const planned = rows.length + tookOver;
+  if (planned > 0 || cordon.result) {
+    await plane.events.append([
+      clusterEvent(name, now, 'DrainStarted', `drain: ${planned} binding(s) to move at the global rate; ${alreadyDecided} already leaving`, 'Warning', {
+        planned,
+        alreadyDecided,
+        bindings: rows.slice(0, 50).map((r) => r.record.bindingKey),
+      }),
+    ]);
+  }
+  plane.log.info('drain', { cluster: name, planned, alreadyDecided, cordoned: cordon.result });
+  return { cluster: name, cordoned: cordon.result, planned, alreadyDecided };
+}
+
+export interface UncordonOutcome {
+  cluster: string;
+  /** This call removed the cordon taint (false: there was none). */
+  uncordoned: boolean;
+  /** The drain's waiting rows abandoned. */
+  abandoned: number;
+}
+
+export async function uncordonCluster(plane: ControlPlane, name: string): Promise<UncordonOutcome> {
+  const outcome = await updateCluster<boolean>(plane, name, (current, now) => {
+    if (!current) return { unchanged: false };
+    const cordon = current.taints.find(isCordonTaint);
+    if (!cordon || !cordon.manual) return { unchanged: false };
+    // Only the hand-held hold goes: a policy that also holds the taint keeps it.
+    current.taints = current.taints.flatMap((t) => (isCordonTaint(t) ? (t.owners.length > 0 ? [{ ...t, manual: false }] : []) : [t]));
+    current.generation += 1;
+    return {
+      record: current,
+      result: true,
+      events: [clusterEvent(name, now, 'Uncordoned', `uncordoned: taint ${CORDON_TAINT.key}:${CORDON_TAINT.effect} removed`)],
+    };
+  });
+  if (!outcome.record) throw notFound(`cluster "${name}" not found`);
+  await setDraining(plane, name, false);
+  const abandoned = await abandonEvictions(plane, name, 'the cluster was uncordoned: the drain is over', (record) => record.reason === DRAIN_REASON);
+  return { cluster: name, uncordoned: outcome.result, abandoned };
+}

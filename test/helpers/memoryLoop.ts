@@ -1,0 +1,52 @@
+import { decodeApplyDocuments } from '../../shared/api/decode';
+import { applyObjects } from '../../shared/controllers/apply';
+import { executeEviction, WorkerOutcome } from '../../shared/controllers/evictionWorker';
+import { runPacer } from '../../shared/controllers/pacer';
+import type { EvictionMessage, TaintEvaluationMessage } from '../../shared/controllers/ports';
+import { evaluateCluster } from '../../shared/controllers/taintEvaluation';
+import { handleTaintManagerMessage } from '../../shared/controllers/taintManager';
+import type { MemoryPlane } from './memoryPlane';
+
+/** Applies objects as POST /api/apply does. */
+export async function applyTo(m: MemoryPlane, objects: unknown[]): Promise<void> {
+  await applyObjects(m.plane, decodeApplyDocuments(objects));
+}
+
+/**
+ * One second of the app's eviction path: the pacer ticks, then the worker executes each queued message
+ * whose slot falls within the second, at its slot (as the queue and the worker's wait do). Returns what ran.
+ */
+export async function second(m: MemoryPlane, queued: EvictionMessage[]): Promise<Array<{ message: EvictionMessage; outcome: WorkerOutcome }>> {
+  const tick = m.clock.now().getTime();
+  await runPacer(m.plane);
+  queued.push(...m.evictions.takeAll().map((s) => s.message));
+  queued.sort((a, b) => a.slot.localeCompare(b.slot));
+  const results = [];
+  while (queued.length > 0 && Date.parse(queued[0].slot) < tick + 1000) {
+    const message = queued.shift()!;
+    m.clock.set(new Date(Math.max(tick, Date.parse(message.slot))));
+    results.push({ message, outcome: await executeEviction(m.plane, message) });
+  }
+  m.clock.set(new Date(tick + 1000));
+  return results;
+}
+
+/** The loop's messages between seconds: evaluations are held until their deadline, as the handler waits. */
+export interface LoopState {
+  evictions: EvictionMessage[];
+  evaluations: TaintEvaluationMessage[];
+}
+
+/**
+ * One second of the whole failover loop: taint evaluations due by now (at their deadline), taint-manager
+ * messages, then the pacer and the worker (`second`).
+ */
+export async function loopSecond(m: MemoryPlane, state: LoopState): Promise<Array<{ message: EvictionMessage; outcome: WorkerOutcome }>> {
+  const now = m.clock.now().getTime();
+  state.evaluations.push(...m.evaluations.takeVisible().map((s) => s.message));
+  const due = state.evaluations.filter((e) => !e.dueAt || Date.parse(e.dueAt) <= now);
+  state.evaluations = state.evaluations.filter((e) => !due.includes(e));
+  for (const evaluation of due) await evaluateCluster(m.plane, evaluation.cluster);
+  for (const { message } of m.taintManager.takeVisible()) await handleTaintManagerMessage(m.plane, message);
+  return second(m, state.evictions);
+}
