@@ -16,10 +16,10 @@ const clusterFacts = (name: string, extra: Partial<ClusterFacts> = {}): ClusterF
   policyWindows: {},
   ...extra,
 });
-const policy = (addOnMatchSeconds?: number, effect: 'NoExecute' | 'PreferNoExecute' = 'NoExecute'): TaintPolicy => ({
+const policy = (addOnMatchSeconds: number, effect: 'NoExecute' | 'PreferNoExecute' = 'NoExecute'): TaintPolicy => ({
   name: 'p',
   matchConditions: [{ conditionType: 'Ready', operator: 'In', statusValues: ['False', 'Unknown'] }],
-  taintsToAdd: [{ key: 'not-ready', effect, ...(addOnMatchSeconds !== undefined ? { addOnMatchSeconds } : {}) }],
+  taintsToAdd: [{ key: 'not-ready', effect, addOnMatchSeconds, removeOnMismatchSeconds: 60 }],
 });
 const placed = (name: string, extra: Partial<PlacementFacts> = {}): PlacementFacts => ({
   kind: 'ResourceBinding',
