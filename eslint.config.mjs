@@ -4,7 +4,7 @@ import { defineConfig } from 'eslint/config';
 import simpleImportSort from 'eslint-plugin-simple-import-sort';
 import tseslint from 'typescript-eslint';
 
-const TS_FILES = ['functions/**/*.ts', 'shared/**/*.ts', 'test/**/*.ts', 'scripts/**/*.ts'];
+const TS_FILES = ['functions/**/*.ts', 'shared/**/*.ts', 'cli/**/*.ts', 'test/**/*.ts', 'scripts/**/*.ts'];
 const LOOSE_FILES = ['test/**/*.ts', 'scripts/**/*.ts'];
 
 /**
@@ -27,6 +27,7 @@ const LAYERS = [
     why: 'adapters implement ports; they do not call controllers',
   },
   { files: ['shared/controllers/**/*.ts'], forbidden: ['local', ...ABOVE_ALL], why: 'controllers do not depend on the triggers or the local host' },
+  { files: ['cli/**/*.ts'], forbidden: ['shared', ...ABOVE_ALL], why: 'the CLI is a client of the HTTP API, not of the app’s modules' },
   {
     files: ['shared/*.ts', 'shared/auth/**/*.ts', 'shared/http/**/*.ts', 'shared/telemetry/**/*.ts', 'shared/local/**/*.ts'],
     forbidden: ABOVE_ALL,

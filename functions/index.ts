@@ -22,6 +22,7 @@ import './failoverSwitch';
 import './whatIf';
 import './bindingWhy';
 import './healthz';
+import './console';
 // HTTP: health and workload reports
 import './clusterStatus';
 import './alertmanagerWebhook';

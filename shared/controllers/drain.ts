@@ -118,8 +118,13 @@ export interface UncordonOutcome {
   cluster: string;
   /** This call removed the cordon taint (false: there was none). */
   uncordoned: boolean;
-  /** The drain's waiting rows abandoned. */
+  /** The drain's waiting rows (pending, blocked) abandoned now. */
   abandoned: number;
+  /**
+   * The drain's rows already given a slot: their worker re-reads the cluster right before acting, finds no
+   * cordon and abandons them at their slot (design decision 8: a scheduled row is its worker's to settle).
+   */
+  abandonedAtSlot: number;
 }
 
 export async function uncordonCluster(plane: ControlPlane, name: string): Promise<UncordonOutcome> {
@@ -139,5 +144,6 @@ export async function uncordonCluster(plane: ControlPlane, name: string): Promis
   if (!outcome.record) throw notFound(`cluster "${name}" not found`);
   await setDraining(plane, name, false);
   const abandoned = await abandonEvictions(plane, name, 'the cluster was uncordoned: the drain is over', (record) => record.reason === DRAIN_REASON);
-  return { cluster: name, uncordoned: outcome.result, abandoned };
+  const abandonedAtSlot = (await plane.ledger.listEvictions(name, ['scheduled'])).filter(({ record }) => record.reason === DRAIN_REASON).length;
+  return { cluster: name, uncordoned: outcome.result, abandoned, abandonedAtSlot };
 }

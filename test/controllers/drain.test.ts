@@ -66,11 +66,11 @@ describe('drain', () => {
     expect(await run(m, 3)).toEqual([]);
     expect((await rows(m)).map((r) => r.state)).toEqual(Array<string>(6).fill('pending'));
 
-    expect(await uncordonCluster(m.plane, 'm1')).toEqual({ cluster: 'm1', uncordoned: true, abandoned: 6 });
+    expect(await uncordonCluster(m.plane, 'm1')).toEqual({ cluster: 'm1', uncordoned: true, abandoned: 6, abandonedAtSlot: 0 });
     expect((await m.clusters.get('m1'))!.value.taints).toEqual([]);
     await setPaused(m.plane, false);
     expect(await run(m, 3)).toEqual([]);
-    expect(await uncordonCluster(m.plane, 'm1')).toEqual({ cluster: 'm1', uncordoned: false, abandoned: 0 });
+    expect(await uncordonCluster(m.plane, 'm1')).toEqual({ cluster: 'm1', uncordoned: false, abandoned: 0, abandonedAtSlot: 0 });
     for (let n = 0; n < 6; n++) expect(await placedOn(m, `web-${n}`)).toEqual(['m1']);
   });
 
@@ -81,7 +81,9 @@ describe('drain', () => {
     await runPacer(m.plane); // the pacer schedules; the messages wait in the queue
     queued.push(...m.evictions.takeAll().map((s) => s.message));
     expect(queued.length).toBeGreaterThan(0);
-    await uncordonCluster(m.plane, 'm1');
+    const ended = await uncordonCluster(m.plane, 'm1');
+    expect(ended.abandonedAtSlot).toBe(queued.length);
+    expect(ended.abandoned + ended.abandonedAtSlot).toBe(6);
     const ran = [];
     for (let i = 0; i < 5; i++) ran.push(...(await second(m, queued)));
     expect(new Set(ran.map((r) => r.outcome))).toEqual(new Set(['recovered']));

@@ -165,9 +165,9 @@ describe('operator API', () => {
     expect(summary.clusters.find((c: any) => c.cluster === 'op3')).toMatchObject({ draining: true, faulty: false, done: 2 });
     expect((await call('POST', 'clusters/op3/drain')).body).toMatchObject({ cordoned: false, planned: 0 });
 
-    expect((await call('POST', 'clusters/op3/uncordon')).body).toEqual({ cluster: 'op3', uncordoned: true, abandoned: 0 });
+    expect((await call('POST', 'clusters/op3/uncordon')).body).toEqual({ cluster: 'op3', uncordoned: true, abandoned: 0, abandonedAtSlot: 0 });
     expect((await call('GET', 'clusters/op3')).body.spec.taints).toEqual([]);
-    expect((await call('POST', 'clusters/op3/uncordon')).body).toEqual({ cluster: 'op3', uncordoned: false, abandoned: 0 });
+    expect((await call('POST', 'clusters/op3/uncordon')).body).toEqual({ cluster: 'op3', uncordoned: false, abandoned: 0, abandonedAtSlot: 0 });
     const reasons = ((await call('GET', 'events?kind=Cluster&name=op3')).body.items as any[]).map((e) => e.reason);
     expect(reasons).toEqual(expect.arrayContaining(['Cordoned', 'DrainStarted', 'Uncordoned']));
   });

@@ -1,0 +1,172 @@
+import { UsageError } from '../args';
+import { ApiError } from '../client';
+import { Context } from '../context';
+import { yamlOf } from '../output';
+import { age, cell, list, relative, table } from '../tables';
+import { Binding, Cluster, Event, Eviction, ItemList, WhyAnswer } from '../types';
+import { bindingPath, EVICTION_HEADERS, evictionRows } from './get';
+
+const RECENT_EVENTS = 20;
+
+/** `Label:   value` lines, aligned like kubectl describe. */
+const fields = (rows: Array<[string, string]>) => {
+  const width = Math.max(...rows.map(([k]) => k.length)) + 2;
+  return rows.map(([k, v]) => `${`${k}:`.padEnd(width)}${v}`).join('\n') + '\n';
+};
+
+/** A titled section; its table (or a `<none>`) indented by two spaces. */
+const section = (title: string, body: string | undefined) => {
+  if (!body || body.trim() === '') return `${title}:\n  <none>\n`;
+  return `${title}:\n${body
+    .replace(/\n$/, '')
+    .split('\n')
+    .map((l) => `  ${l}`)
+    .join('\n')}\n`;
+};
+
+const when = (iso: string | null | undefined) => (iso ? `${iso} (${relative(iso)})` : '<none>');
+
+/** Events as kubectl describe shows them: AGE, TYPE, REASON, MESSAGE. */
+function eventTable(events: Event[]): string | undefined {
+  if (events.length === 0) return undefined;
+  return table(
+    ['AGE', 'TYPE', 'REASON', 'MESSAGE'],
+    events.map((e) => [age(e.time), e.type, e.reason, cell(e.message)]),
+  );
+}
+
+export async function describe(ctx: Context): Promise<void> {
+  if (ctx.output !== 'table') throw new UsageError('describe prints text only; use "get ... -o json|yaml" for the objects');
+  const [what, name, ...extra] = ctx.args;
+  if (!what) throw new UsageError('describe needs a resource: cluster NAME or binding NAMESPACE/NAME');
+  if (!name) throw new UsageError(`describe ${what} needs a name`);
+  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
+  const kind = what.toLowerCase();
+  if (['cluster', 'clusters'].includes(kind)) process.stdout.write(await describeCluster(ctx, name));
+  else if (['binding', 'bindings', 'rb', 'resourcebinding', 'crb', 'clusterresourcebinding'].includes(kind))
+    process.stdout.write(await describeBinding(ctx, name));
+  else throw new UsageError(`cannot describe "${what}"; use cluster or binding`);
+}
+
+async function describeCluster(ctx: Context, name: string): Promise<string> {
+  const path = encodeURIComponent(name);
+  const [cluster, events, evictions] = await Promise.all([
+    ctx.client.get<Cluster>(`clusters/${path}`),
+    ctx.client.get<ItemList<Event>>('events', { kind: 'Cluster', name, limit: String(RECENT_EVENTS) }),
+    ctx.client.get<ItemList<Eviction>>('evictions', { cluster: name }),
+  ]);
+  const status = cluster.status ?? {};
+  const labels = Object.entries(cluster.metadata.labels ?? {}).map(([k, v]) => `${k}=${v}`);
+  const counts = new Map<string, number>();
+  for (const e of evictions.items) counts.set(e.state, (counts.get(e.state) ?? 0) + 1);
+  let text = fields([
+    ['Name', cluster.metadata.name],
+    ['Labels', list(labels, ', ')],
+    ['Created', when(cluster.metadata.creationTimestamp)],
+    ['Last heartbeat', when(status.lastHeartbeatTime)],
+    ['Evictions', counts.size > 0 ? [...counts].map(([state, n]) => `${n} ${state}`).join(', ') : '<none>'],
+  ]);
+  const conditions = status.conditions ?? [];
+  text += section(
+    'Conditions',
+    conditions.length
+      ? table(
+          ['TYPE', 'STATUS', 'REASON', 'LAST TRANSITION', 'MESSAGE'],
+          conditions.map((c) => [c.type, c.status, cell(c.reason), age(c.lastTransitionTime), cell(c.message)]),
+        )
+      : undefined,
+  );
+  const holders = status.taintHolders ?? [];
+  const taints = cluster.spec.taints ?? [];
+  text += section(
+    'Taints',
+    taints.length
+      ? table(
+          ['TAINT', 'SINCE', 'HELD BY'],
+          taints.map((t) => {
+            const holder = holders.find((h) => h.key === t.key && h.effect === t.effect);
+            const by = [...(holder?.policies ?? []).map((p) => `clustertaintpolicy/${p}`), ...(holder?.manual ? ['manual'] : [])];
+            return [`${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`, t.timeAdded ? `${age(t.timeAdded)} (${t.timeAdded})` : '<unknown>', list(by, ', ')];
+          }),
+        )
+      : undefined,
+  );
+  const windows = status.policyWindows ?? [];
+  text += section(
+    'Policy windows',
+    windows.length
+      ? table(
+          ['POLICY', 'MATCHED', 'SINCE'],
+          windows.map((w) => [w.policy, String(w.matched), `${age(w.since)} (${w.since})`]),
+        )
+      : undefined,
+  );
+  text += section(`Events (last ${RECENT_EVENTS})`, eventTable(events.items.slice(-RECENT_EVENTS)));
+  return text;
+}
+
+/** The /why answer; when the server has no /why yet, the same parts from the ledger and the event log. */
+async function whyOf(ctx: Context, path: string, binding: Binding, eventName: string, kind: string): Promise<WhyAnswer> {
+  try {
+    return await ctx.client.get<WhyAnswer>(`${path}/why`);
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 404) throw err;
+  }
+  const [events, evictions] = await Promise.all([
+    ctx.client.get<ItemList<Event>>('events', { kind, name: eventName, limit: String(RECENT_EVENTS) }),
+    ctx.client.get<ItemList<Eviction>>('evictions'),
+  ]);
+  const ns = binding.metadata.namespace;
+  return {
+    binding: { kind, ...(ns ? { namespace: ns } : {}), name: binding.metadata.name },
+    placedOn: binding.spec.clusters ?? [],
+    gracefulEvictionTasks: binding.spec.gracefulEvictionTasks ?? [],
+    evictions: evictions.items.filter((e) => e.binding.kind === kind && e.binding.name === binding.metadata.name && (e.binding.namespace ?? '') === (ns ?? '')),
+    events: events.items,
+    explanation: [],
+  };
+}
+
+async function describeBinding(ctx: Context, ref: string): Promise<string> {
+  const target = bindingPath(ref);
+  const binding = await ctx.client.get<Binding>(target.path);
+  const eventName = binding.metadata.namespace ? `${binding.metadata.namespace}/${binding.metadata.name}` : binding.metadata.name;
+  const why = await whyOf(ctx, target.path, binding, eventName, target.kind);
+  const r = binding.spec.resource;
+  const resourceNs = r.namespace ?? binding.metadata.namespace;
+  const health = new Map((binding.status?.aggregatedStatus ?? []).map((s) => [s.clusterName, s.health ?? 'Unknown']));
+  let text = fields([
+    ['Name', binding.metadata.name],
+    ['Namespace', binding.metadata.namespace ?? '<none>'],
+    ['Kind', target.kind],
+    ['Resource', `${r.apiVersion} ${r.kind} ${resourceNs ? `${resourceNs}/` : ''}${r.name}`],
+    ['Replicas', cell(binding.spec.replicas)],
+    ['Created', when(binding.metadata.creationTimestamp)],
+  ]);
+  text += section('Placement', binding.spec.placement ? await yamlOf(binding.spec.placement) : undefined);
+  if (binding.spec.failover) text += section('Failover', await yamlOf(binding.spec.failover));
+  const placed = why.placedOn.length ? why.placedOn : (binding.spec.clusters ?? []);
+  text += section(
+    'Clusters',
+    placed.length
+      ? table(
+          ['NAME', 'REPLICAS', 'HEALTH'],
+          placed.map((c) => [c.name, cell(c.replicas), health.get(c.name) ?? '<none>']),
+        )
+      : undefined,
+  );
+  const tasks = why.gracefulEvictionTasks;
+  text += section(
+    'Graceful eviction tasks',
+    tasks.length
+      ? table(
+          ['FROM', 'PURGEMODE', 'REASON', 'PRODUCER', 'AGE'],
+          tasks.map((t) => [t.fromCluster, cell(t.purgeMode), cell(t.reason), cell(t.producer), age(t.creationTimestamp)]),
+        )
+      : undefined,
+  );
+  if (why.explanation.length) text += section('Why', why.explanation.join('\n'));
+  text += section('Evictions', why.evictions.length ? table(EVICTION_HEADERS, evictionRows(why.evictions)) : undefined);
+  text += section(`Events (last ${RECENT_EVENTS})`, eventTable(why.events.slice(-RECENT_EVENTS)));
+  return text;
+}

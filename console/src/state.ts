@@ -1,0 +1,104 @@
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { readToken, storeToken } from './api';
+
+/** Tiny shared stores (the token, the alert messages) that components subscribe to. */
+type Listener = () => void;
+function store<T>(initial: T) {
+  let value = initial;
+  const listeners = new Set<Listener>();
+  return {
+    get: () => value,
+    set(next: T) {
+      value = next;
+      listeners.forEach((l) => l());
+    },
+    use(): T {
+      const [, force] = useState(0);
+      useEffect(() => {
+        const l = () => force((n) => n + 1);
+        listeners.add(l);
+        return () => void listeners.delete(l);
+      }, []);
+      return value;
+    },
+  };
+}
+
+export const token = store(readToken());
+export function setToken(next: string): void {
+  storeToken(next);
+  token.set(next);
+}
+
+/** Errors shown in the page's alert region, one per source so a repeated poll failure is not repeated. */
+export const alerts = store<Record<string, string>>({});
+export function report(source: string, error: unknown): void {
+  const message = error instanceof Error ? error.message : String(error);
+  if (alerts.get()[source] === message) return;
+  alerts.set({ ...alerts.get(), [source]: message });
+}
+export function clear(source: string): void {
+  if (!(source in alerts.get())) return;
+  const next = { ...alerts.get() };
+  delete next[source];
+  alerts.set(next);
+}
+
+/** Notices (action results) for the polite status region. */
+export const notice = store('');
+
+export interface Poll<T> {
+  data: T | undefined;
+  error: string | undefined;
+  loading: boolean;
+  refresh: () => void;
+}
+
+/**
+ * Loads `load()` now and every `everyMs` (never two at once) while the component is mounted; failures go
+ * to the alert region under `source` and clear on the next success.
+ */
+export function usePoll<T>(source: string, load: () => Promise<T>, everyMs: number, deps: unknown[] = []): Poll<T> {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const [loading, setLoading] = useState(true);
+  const tick = useRef<() => void>(() => undefined);
+  useEffect(() => {
+    let live = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let running = false;
+    setData(undefined);
+    setLoading(true);
+    const run = async () => {
+      if (running) return;
+      running = true;
+      clearTimeout(timer);
+      try {
+        const value = await load();
+        if (!live) return;
+        setData(value);
+        setError(undefined);
+        clear(source);
+      } catch (e) {
+        if (!live) return;
+        setError(e instanceof Error ? e.message : String(e));
+        report(source, e);
+      } finally {
+        running = false;
+        if (live) {
+          setLoading(false);
+          if (everyMs > 0) timer = setTimeout(() => void run(), everyMs);
+        }
+      }
+    };
+    tick.current = () => void run();
+    void run();
+    return () => {
+      live = false;
+      clearTimeout(timer);
+      clear(source);
+    };
+  }, deps);
+  const refresh = useCallback(() => tick.current(), []);
+  return { data, error, loading, refresh };
+}

@@ -1,0 +1,163 @@
+/** The shapes the console reads (see the HTTP API); only the fields it shows. */
+export interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+}
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: string;
+  timeAdded?: string;
+}
+export interface TaintHolder {
+  key: string;
+  effect: string;
+  policies: string[];
+  manual: boolean;
+}
+export interface Cluster {
+  metadata: { name: string; labels?: Record<string, string> };
+  spec: { taints?: Taint[] };
+  status?: {
+    conditions?: Condition[];
+    lastHeartbeatTime?: string;
+    taintHolders?: TaintHolder[];
+    policyWindows?: Array<{ policy: string; matched: boolean; since: string }>;
+  };
+}
+export type Tier = 'primary' | 'secondary' | 'halted';
+export interface Fleet {
+  total: number;
+  faulty: number;
+  failureRatio: number;
+  tier: Tier;
+  rate: number;
+  failoverEnabled: boolean;
+  paused: boolean;
+  pending: number;
+  scheduled: number;
+  faultyClusters: string[];
+  status: string;
+  mode: string;
+  reason?: string;
+}
+export interface BindingRef {
+  kind: string;
+  namespace?: string;
+  name: string;
+}
+export type EvictionState = 'pending' | 'scheduled' | 'done' | 'abandoned' | 'blocked' | 'failed';
+export interface LedgerRow {
+  cluster: string;
+  binding: BindingRef;
+  resourceKind?: string;
+  state: EvictionState;
+  reason?: string;
+  why?: string;
+  purgeMode?: string;
+  decidedAt?: string;
+  dueAt?: string;
+  scheduledFor?: string | null;
+  executedAt?: string | null;
+  attempts?: number;
+  message?: string | null;
+}
+export type HeldBy = null | 'paused' | 'gate' | 'halted';
+export interface ClusterQueue {
+  cluster: string;
+  faulty: boolean;
+  draining: boolean;
+  /** since when it is faulty or draining (when the API says) */
+  since?: string | null;
+  pending: number;
+  scheduled: number;
+  blocked: number;
+  done: number;
+  abandoned: number;
+  failed: number;
+  blockedReasons: Array<{ reason: string; count: number }>;
+  lastEta: string | null;
+}
+export interface QueueSummary {
+  generatedAt: string;
+  tier: Tier;
+  rate: number;
+  paused: boolean;
+  failoverEnabled: boolean;
+  heldBy: HeldBy;
+  clusters: ClusterQueue[];
+}
+export interface History {
+  from: string;
+  to: string;
+  bucketSeconds: number;
+  points: Array<{ at: string; evictionsPerSecond: number; tier: Tier }>;
+}
+export interface FleetEvent {
+  time: string;
+  kind: string;
+  name: string;
+  type: 'Normal' | 'Warning';
+  reason: string;
+  message: string;
+}
+export interface GracefulEvictionTask {
+  fromCluster: string;
+  purgeMode?: string;
+  reason?: string;
+  producer?: string;
+  message?: string;
+  replicas?: number;
+  creationTimestamp?: string;
+  suppressDeletion?: boolean;
+}
+export interface Binding {
+  kind?: string;
+  metadata: { name: string; namespace?: string; generation?: number };
+  spec: {
+    resource?: { apiVersion: string; kind: string; name: string; namespace?: string };
+    replicas?: number;
+    clusters?: Array<{ name: string; replicas?: number }>;
+    placement?: unknown;
+    failover?: unknown;
+    gracefulEvictionTasks?: GracefulEvictionTask[];
+    activeEvictionHistory?: Array<{ clusterName: string; creationTimestamp: string }>;
+  };
+  status?: {
+    conditions?: Condition[];
+    aggregatedStatus?: Array<{ clusterName: string; health?: string; applied?: boolean }>;
+  };
+}
+export interface Why {
+  binding: BindingRef;
+  placedOn: Array<{ name: string; replicas?: number }>;
+  gracefulEvictionTasks: GracefulEvictionTask[];
+  evictions: LedgerRow[];
+  events: FleetEvent[];
+  explanation: string[];
+}
+export interface WhatIf {
+  at: string;
+  condition: { type: string; status: string };
+  taints: Array<{ cluster: string; key: string; value?: string; effect: string; at: string; policy: string }>;
+  untainted: Array<{ cluster: string; why: string }>;
+  fleet: { total: number; faulty: number; failureRatio: number; tier: Tier; rate: number };
+  evictions: Array<{
+    binding: BindingRef;
+    cluster: string;
+    dueAt: string;
+    slot: string | null;
+    why: string;
+    purgeMode?: string;
+    targets: Array<{ name: string; replicas?: number }>;
+  }>;
+  blocked: Array<{ binding: BindingRef; cluster: string; dueAt?: string; reason: string }>;
+  tolerated: Array<{ binding: BindingRef; cluster: string; why: string }>;
+  alreadyDecided: Array<{ binding: BindingRef; cluster: string; state: string }>;
+  eta: string | null;
+  heldBy: HeldBy;
+  counts: { evictions: number; blocked: number; tolerated: number; alreadyDecided: number };
+}

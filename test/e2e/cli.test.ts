@@ -1,0 +1,406 @@
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { clusterKey, signReport } from '../../shared/auth/signing';
+import { binding, cluster } from '../helpers/fleet';
+import { api, HostProcess, startHostProcess, waitFor } from '../helpers/hostProcess';
+
+/** The CLI as a user runs it: `node bin/cluster-failover.cjs ...`, a process of its own, against a real local host. */
+const BIN = join(__dirname, '..', '..', 'bin', 'cluster-failover.cjs');
+const ADMIN = 'cli-admin-token-0123456789';
+const ROOT = 'cli-signing-key-0123456789';
+
+let host: HostProcess;
+let dir: string;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'cli-test-'));
+  host = await startHostProcess({
+    AUTH_MODE: 'required',
+    ADMIN_TOKEN: ADMIN,
+    REPORTER_SIGNING_KEY: ROOT,
+    FAILOVER_ENABLED: 'true',
+    RESOURCE_EVICTION_RATE: '50',
+    CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: '3600',
+    CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: '3600',
+  });
+  // Healthy clusters enough that the failures below keep the fleet in its primary tier.
+  await seed(Array.from({ length: 12 }, (_, i) => cluster(`spare${i + 1}`)));
+}, 30_000);
+afterAll(async () => {
+  await host?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the CLI; the token is passed through CLUSTER_FAILOVER_TOKEN unless `token: null`. */
+function cli(args: string[], options: { input?: string; token?: string | null; server?: string } = {}): Promise<Run> {
+  const env: NodeJS.ProcessEnv = { ...process.env, CLUSTER_FAILOVER_SERVER: options.server ?? host.url };
+  delete env.CLUSTER_FAILOVER_TOKEN;
+  const token = options.token === undefined ? ADMIN : options.token;
+  if (token !== null) env.CLUSTER_FAILOVER_TOKEN = token;
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [BIN, ...args], { env, timeout: 20_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin!.end(options.input ?? '');
+  });
+}
+
+const ok = async (args: string[], options?: Parameters<typeof cli>[1]) => {
+  const run = await cli(args, options);
+  expect(run, `${args.join(' ')}: ${run.stderr}`).toMatchObject({ code: 0 });
+  return run;
+};
+const lines = (text: string) => text.trimEnd().split('\n');
+
+const taintPolicy = (name: string, clusters: string[], key: string, effect = 'NoSchedule') => `apiVersion: policy.karmada.io/v1alpha1
+kind: ClusterTaintPolicy
+metadata:
+  name: ${name}
+spec:
+  targetCluster:
+    clusterNames: [${clusters.join(', ')}]
+  matchConditions:
+  - conditionType: Ready
+    operator: In
+    statusValues: ["False"]
+  taintsToAdd:
+  - key: ${key}
+    effect: ${effect}
+    addOnMatchSeconds: 1
+    removeOnMismatchSeconds: 1
+`;
+
+/** A health report signed by the cluster's own key, as its reporter sends it. */
+async function report(name: string, status: string) {
+  const body = JSON.stringify({ conditions: [{ type: 'Ready', status, reason: `Test${status}` }] });
+  const ts = String(Math.floor(Date.now() / 1000));
+  const res = await fetch(`${host.url}/api/clusters/${name}/status`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-failover-timestamp': ts, 'x-failover-signature': signReport(clusterKey(ROOT, name), ts, body) },
+    body,
+  });
+  expect(res.status).toBe(200);
+}
+
+const admin = (path: string, body?: unknown) =>
+  fetch(`${host.url}/api/${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+
+/** Applies objects with the admin token (the host requires it). */
+async function seed(objects: unknown[]) {
+  const res = await admin('apply', objects);
+  expect(res.status, await res.clone().text()).toBe(200);
+}
+
+/** A binding on `from` that may move to `to`; evicted at once from a NoExecute taint. */
+const movable = (name: string, from: string, to: string) => binding(name, [from], { placement: { clusterAffinity: { clusterNames: [from, to] } } });
+
+describe('apply', () => {
+  it('applies a file, then reports it unchanged; reads - from stdin', async () => {
+    const file = join(dir, 'objects.yaml');
+    writeFileSync(
+      file,
+      `${taintPolicy('cli-policy', ['cli-a'], 'cli/not-ready')}---
+apiVersion: cluster.karmada.io/v1alpha1
+kind: Cluster
+metadata:
+  name: cli-a
+  labels: {env: test}
+spec:
+  taints: [{key: maintenance, effect: NoSchedule}]
+`,
+    );
+    const first = await ok(['apply', '-f', file]);
+    expect(lines(first.stdout)).toEqual(['clustertaintpolicy/cli-policy created', 'cluster/cli-a created']);
+    const again = await ok(['apply', '-f', file]);
+    expect(lines(again.stdout)).toEqual(['clustertaintpolicy/cli-policy unchanged', 'cluster/cli-a unchanged']);
+
+    const piped = await ok(['apply', '-f', '-'], { input: 'apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: cli-b\n' });
+    expect(piped.stdout).toBe('cluster/cli-b created\n');
+    expect((await api(host.url, 'GET', 'clusters/cli-b')).status).toBe(200);
+  });
+
+  it('names each bad field on stderr and exits 1; nothing is applied', async () => {
+    const bad = await cli(['apply', '-f', '-'], {
+      input:
+        'apiVersion: policy.karmada.io/v1alpha1\nkind: ClusterTaintPolicy\nmetadata:\n  name: broken\nspec:\n  taintsToAdd:\n  - key: k\n    effect: NoExecution\n',
+    });
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toBe('');
+    expect(bad.stderr).toContain('document 0: spec.taintsToAdd[0].effect: must be one of');
+    expect((await api(host.url, 'GET', 'clustertaintpolicies/broken')).status).toBe(404);
+  });
+
+  it('exits 2 when the file cannot be read or -f is missing', async () => {
+    expect((await cli(['apply', '-f', join(dir, 'missing.yaml')])).code).toBe(2);
+    const none = await cli(['apply']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('-f');
+  });
+});
+
+describe('get', () => {
+  it('prints clusters as a kubectl-like table, and the API JSON with -o json and -o yaml', async () => {
+    const table = await ok(['get', 'clusters']);
+    const [header, ...rows] = lines(table.stdout);
+    expect(header).toMatch(/^NAME {3,}READY {3,}TAINTS {3,}AGE$/);
+    const row = rows.find((r) => r.startsWith('cli-a '));
+    expect(row).toMatch(/^cli-a +Unknown {3,}maintenance:NoSchedule {3,}\d+(s|m)/);
+    expect(rows.find((r) => r.startsWith('spare1 '))).toMatch(/<none>/);
+
+    const json = JSON.parse((await ok(['get', 'clusters', '-o', 'json'])).stdout);
+    expect(json.items.map((c: any) => c.metadata.name)).toEqual(expect.arrayContaining(['cli-a', 'cli-b', 'spare1']));
+    const yaml = parse((await ok(['get', 'clusters', '-o', 'yaml'])).stdout);
+    expect(yaml).toEqual(json);
+    const one = JSON.parse((await ok(['get', 'cluster', 'cli-a', '-o', 'json'])).stdout);
+    expect(one.metadata.labels).toEqual({ env: 'test' });
+  });
+
+  it('answers NotFound with exit 1 and a message on stderr', async () => {
+    const missing = await cli(['get', 'clusters', 'no-such-cluster']);
+    expect(missing.code).toBe(1);
+    expect(missing.stdout).toBe('');
+    expect(missing.stderr).toMatch(/NotFound.*no-such-cluster/);
+  });
+
+  it('lists policies and templates', async () => {
+    const policies = await ok(['get', 'policies']);
+    expect(lines(policies.stdout)[0]).toMatch(/^NAME {3,}SHAPE {3,}TAINTS {3,}AGE$/);
+    expect(policies.stdout).toMatch(/cli-policy {3,}seed {3,}cli\/not-ready:NoSchedule/);
+    await seed([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cli-config', namespace: 'cli' }, data: { a: '1' } }]);
+    const templates = await ok(['get', 'templates', '--kind', 'ConfigMap']);
+    expect(lines(templates.stdout)).toEqual([
+      expect.stringMatching(/^APIVERSION {3,}KIND {3,}NAMESPACE {3,}NAME$/),
+      expect.stringMatching(/^v1 {3,}ConfigMap {3,}cli {3,}cli-config$/),
+    ]);
+  });
+});
+
+describe('describe', () => {
+  it('shows a taint with the policy that holds it, the manual one, conditions and events', async () => {
+    await report('cli-a', 'False');
+    await waitFor(async () => {
+      const c = (await api(host.url, 'GET', 'clusters/cli-a')).body;
+      return c.spec.taints.some((t: any) => t.key === 'cli/not-ready') ? c : undefined;
+    }, 10_000);
+    const text = (await ok(['describe', 'cluster', 'cli-a'])).stdout;
+    expect(text).toMatch(/^Name: +cli-a$/m);
+    expect(text).toMatch(/^Labels: +env=test$/m);
+    expect(text).toMatch(/^ {2}Ready {3,}False {3,}TestFalse/m);
+    expect(text).toMatch(/^ {2}cli\/not-ready:NoSchedule {3,}\S+ \(\S+\) {3,}clustertaintpolicy\/cli-policy$/m);
+    expect(text).toMatch(/^ {2}maintenance:NoSchedule {3,}.* {3,}manual$/m);
+    expect(text).toMatch(/^ {2}cli-policy {3,}true /m);
+    expect(text).toMatch(/^Events \(last 20\):\n {2}AGE {3,}TYPE {3,}REASON {3,}MESSAGE\n(.*\n)* {2}\S+ +Normal {3,}Registered /m);
+  });
+});
+
+describe('auth and exit codes', () => {
+  it('exits 1 on 401 without a token, with the reason and a hint on stderr', async () => {
+    const denied = await cli(['pause'], { token: null });
+    expect(denied.code).toBe(1);
+    expect(denied.stdout).toBe('');
+    expect(denied.stderr).toContain('Unauthorized');
+    expect(denied.stderr).toContain('CLUSTER_FAILOVER_TOKEN');
+  });
+
+  it('never prints the token, even when the server refuses it', async () => {
+    const wrong = 'wrong-token-that-must-not-leak-42';
+    const refused = await cli(['apply', '-f', '-', '--token', wrong], { token: null, input: 'kind: Cluster\n' });
+    expect(refused.code).toBe(1);
+    expect(refused.stdout + refused.stderr).not.toContain(wrong);
+    const run = await cli(['get', 'clusters', 'nope']);
+    expect(run.stdout + run.stderr).not.toContain(ADMIN);
+  });
+
+  it('exits 2 on usage errors, with a hint on stderr', async () => {
+    const cases = [['frobnicate'], ['get'], ['get', 'widgets'], ['get', 'clusters', '--bogus'], ['get', 'clusters', '-o', 'xml'], ['describe', 'cluster'], []];
+    const runs = await Promise.all(cases.map((args) => cli(args)));
+    runs.forEach((run, i) => {
+      expect({ args: cases[i], code: run.code, stdout: run.stdout }).toEqual({ args: cases[i], code: 2, stdout: '' });
+      expect(run.stderr).toMatch(/^error: .*\nRun 'cluster-failover --help' for usage\.\n$|^cluster-failover: /);
+    });
+    const help = await ok(['--help']);
+    expect(help.stdout).toContain('Exit codes:');
+  });
+
+  it('exits 3 naming the server when it cannot be reached', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number };
+        server.close(() => resolve(port));
+      });
+    });
+    const server = `http://127.0.0.1:${port}`;
+    const run = await cli(['get', 'clusters'], { server });
+    expect(run.code).toBe(3);
+    expect(run.stderr).toContain(server);
+  });
+});
+
+describe('failover', () => {
+  it('pauses and resumes evictions', async () => {
+    expect((await ok(['pause'])).stdout).toBe('evictions paused\n');
+    expect((await api(host.url, 'GET', 'fleet')).body.paused).toBe(true);
+    const resumed = JSON.parse((await ok(['resume', '-o', 'json'])).stdout);
+    expect(resumed).toEqual({ paused: false, failoverEnabled: true });
+    expect((await api(host.url, 'GET', 'fleet')).body.paused).toBe(false);
+  });
+
+  it('shows bindings and the evictions that follow a cluster failure', async () => {
+    await seed([cluster('ev1'), cluster('ev2'), movable('ev-web', 'ev1', 'ev2')]);
+    const bindings = await ok(['get', 'bindings', '-n', 'default']);
+    expect(lines(bindings.stdout)[0]).toMatch(/^NAMESPACE {3,}NAME {3,}KIND {3,}CLUSTERS {3,}TASKS {3,}AGE$/);
+    expect(bindings.stdout).toMatch(/^default {3,}ev-web {3,}Deployment {3,}ev1\(2\) {3,}0 {3,}\d+s$/m);
+
+    await seed([cluster('ev1', true)]);
+    const evicted = await waitFor(
+      async () => {
+        const items = (await api(host.url, 'GET', 'evictions?cluster=ev1&state=done')).body.items;
+        return items.length > 0 ? items : undefined;
+      },
+      15_000,
+      100,
+    );
+    expect(evicted[0].binding.name).toBe('ev-web');
+    const table = await ok(['get', 'evictions', '--cluster', 'ev1']);
+    expect(lines(table.stdout)[0]).toMatch(/^CLUSTER {3,}BINDING {3,}STATE {3,}REASON {3,}DUE {3,}MESSAGE$/);
+    expect(table.stdout).toMatch(/^ev1 {3,}default\/ev-web {3,}done {3,}TaintUntolerated {3,}\S+( ago)? {3,}.*test\/failed:NoExecute/m);
+    const json = JSON.parse((await ok(['get', 'evictions', '--cluster', 'ev1', '--state', 'done', '-o', 'json'])).stdout);
+    expect(json.items).toEqual([expect.objectContaining({ cluster: 'ev1', state: 'done', binding: expect.objectContaining({ name: 'ev-web' }) })]);
+
+    const moved = await waitFor(
+      async () => {
+        const b = (await api(host.url, 'GET', 'resourcebindings/default/ev-web')).body;
+        return b.spec.clusters.some((c: any) => c.name === 'ev2') ? b : undefined;
+      },
+      10_000,
+      100,
+    );
+    expect(moved.spec.gracefulEvictionTasks).toHaveLength(1);
+    const one = await ok(['get', 'bindings', 'default/ev-web']);
+    expect(one.stdout).toMatch(/^default {3,}ev-web {3,}Deployment {3,}ev2\(2\) {3,}1 /m);
+    const text = (await ok(['describe', 'binding', 'default/ev-web'])).stdout;
+    expect(text).toMatch(/^Resource: +apps\/v1 Deployment default\/ev-web$/m);
+    expect(text).toMatch(/^Graceful eviction tasks:\n {2}FROM .*\n {2}ev1 {3,}/m);
+    expect(text).toMatch(/^Evictions:\n.*\n {2}ev1 {3,}default\/ev-web {3,}done /m);
+    expect(text).toMatch(/^ {2}\S+ +Warning {3,}Evicted {3,}evicted from ev1/m);
+  });
+});
+
+describe('events', () => {
+  it('prints the recorded events as a table', async () => {
+    const run = await ok(['events', '--kind', 'Cluster', '--name', 'cli-b']);
+    const [header, ...rows] = lines(run.stdout);
+    expect(header).toMatch(/^TIME {3,}TYPE {3,}REASON {3,}OBJECT {3,}MESSAGE$/);
+    expect(rows).toEqual([expect.stringMatching(/^\S+Z {3,}Normal {3,}Registered {3,}Cluster\/cli-b {3,}cluster registered by apply$/)]);
+    const json = JSON.parse((await ok(['events', '--kind', 'Cluster', '--name', 'cli-b', '-o', 'json'])).stdout);
+    expect(json.items).toEqual([expect.objectContaining({ kind: 'Cluster', name: 'cli-b', reason: 'Registered' })]);
+  });
+
+  it('--watch prints each new event once, and exits 0 on SIGTERM', async () => {
+    const env: NodeJS.ProcessEnv = { ...process.env, CLUSTER_FAILOVER_SERVER: host.url };
+    delete env.CLUSTER_FAILOVER_TOKEN;
+    const child = spawn(process.execPath, [BIN, 'events', '--kind', 'Cluster', '--watch'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await waitFor(async () => (stdout.startsWith('TIME ') ? true : undefined), 10_000);
+      const registered = (name: string) => stdout.split('\n').filter((l) => l.includes(`Cluster/${name} `) && l.includes('Registered'));
+      await seed([cluster('watch1')]);
+      await waitFor(async () => (registered('watch1').length > 0 ? true : undefined), 10_000);
+      // A later event arrives after at least one more poll, whose window overlaps the first: still one line each.
+      await seed([cluster('watch2')]);
+      await waitFor(async () => (registered('watch2').length > 0 ? true : undefined), 10_000);
+      expect(registered('watch1')).toHaveLength(1);
+      expect(registered('watch2')).toHaveLength(1);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    expect(stderr).toBe('');
+  });
+});
+
+// These speak the endpoints the console work adds (drain, uncordon, what-if, why).
+describe('drain, uncordon, what-if and why', () => {
+  it('drains a cluster (cordon and planned evictions) and uncordons it (pending ones abandoned)', async () => {
+    await seed([cluster('dr1'), cluster('dr2'), movable('dr-web', 'dr1', 'dr2')]);
+    await ok(['pause']);
+    try {
+      const drained = await ok(['drain', 'dr1']);
+      expect(drained.stdout).toBe('cluster/dr1 cordoned; 1 eviction planned\n');
+      const clusters = await ok(['get', 'clusters', 'dr1']);
+      expect(clusters.stdout).toContain('cluster.karmada.io/unschedulable:NoSchedule');
+      const pending = JSON.parse((await ok(['get', 'evictions', '--cluster', 'dr1', '-o', 'json'])).stdout);
+      expect(pending.items).toEqual([expect.objectContaining({ reason: 'Drain', state: 'pending' })]);
+      const again = JSON.parse((await ok(['drain', 'dr1', '-o', 'json'])).stdout);
+      expect(again).toMatchObject({ cluster: 'dr1', cordoned: false });
+
+      const uncordoned = await ok(['uncordon', 'dr1']);
+      expect(uncordoned.stdout).toBe('cluster/dr1 uncordoned; 1 pending eviction abandoned\n');
+      expect((await ok(['get', 'clusters', 'dr1'])).stdout).not.toContain('unschedulable');
+    } finally {
+      await ok(['resume']);
+    }
+    const missing = await cli(['drain', 'no-such-cluster']);
+    expect(missing.code).toBe(1);
+    expect((await cli(['drain'])).code).toBe(2);
+  });
+
+  it('what-if fail shows the evictions it would plan, and writes nothing', async () => {
+    await seed([cluster('wi1'), cluster('wi2'), movable('wi-web', 'wi1', 'wi2')]);
+    await ok(['apply', '-f', '-'], { input: taintPolicy('wi-policy', ['wi1'], 'wi/not-ready', 'NoExecute') });
+    const before = (await api(host.url, 'GET', 'evictions?cluster=wi1')).body.items;
+    const answer = JSON.parse((await ok(['what-if', 'fail', 'wi1', '--condition', 'Ready=False', '-o', 'json'])).stdout);
+    expect(answer.fleet).toEqual(expect.objectContaining({ total: expect.any(Number), tier: expect.any(String) }));
+    expect(answer.counts).toEqual(expect.objectContaining({ evictions: 1, blocked: 0 }));
+    expect(answer.taints).toEqual([expect.objectContaining({ cluster: 'wi1', key: 'wi/not-ready', effect: 'NoExecute', policy: 'wi-policy' })]);
+    expect(answer.evictions).toEqual([
+      expect.objectContaining({ cluster: 'wi1', binding: expect.objectContaining({ name: 'wi-web' }), targets: [{ name: 'wi2', replicas: 2 }] }),
+    ]);
+    const text = (await ok(['what-if', 'fail', 'wi1'])).stdout;
+    expect(text).toMatch(/^What if wi1 failed/);
+    expect(text).toMatch(/^Fleet: \d+\/\d+ clusters faulty/m);
+    expect(text).toMatch(/^wi1 {3,}wi\/not-ready:NoExecute {3,}(in \S+|now) {3,}wi-policy$/m);
+    expect(text).toMatch(
+      /^Evictions \(1\):\nBINDING {3,}FROM {3,}DUE {3,}SLOT {3,}TARGETS\ndefault\/wi-web {3,}wi1 {3,}(in \S+|now) {3,}(in \S+|now) {3,}wi2\(2\)$/m,
+    );
+    expect(text).toMatch(/^Blocked \(0\): <none>$/m);
+    expect(text).toMatch(/^ETA of the last eviction: \S+Z \((in \S+|now)\)$/m);
+    expect((await api(host.url, 'GET', 'evictions?cluster=wi1')).body.items).toEqual(before);
+
+    expect((await cli(['what-if', 'fail'])).code).toBe(2);
+    expect((await cli(['what-if', 'fail', 'wi1', '--condition', 'Ready=Maybe'])).code).toBe(2);
+    expect((await cli(['what-if', 'fail', 'no-such-cluster'])).code).toBe(1);
+  });
+
+  it('why binding prints the explanation, then the eviction rows', async () => {
+    const run = await ok(['why', 'binding', 'default/ev-web']);
+    const [first] = lines(run.stdout);
+    expect(first.length).toBeGreaterThan(0);
+    expect(run.stdout).toMatch(/^CLUSTER {3,}BINDING {3,}STATE {3,}REASON {3,}DUE {3,}MESSAGE\nev1 {3,}default\/ev-web {3,}done /m);
+    const json = JSON.parse((await ok(['why', 'binding', 'default/ev-web', '-o', 'json'])).stdout);
+    expect(json.binding).toEqual(expect.objectContaining({ kind: 'ResourceBinding', namespace: 'default', name: 'ev-web' }));
+    expect(json.explanation.length).toBeGreaterThan(0);
+    const missing = await cli(['why', 'binding', 'default/no-such-binding']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('NotFound');
+  });
+});
