@@ -22,6 +22,7 @@ import { achievedRate, applyObjects, binding, cluster, LedgerItem } from '../tes
 import { api, HostProcess, startHostProcess } from '../test/helpers/hostProcess';
 import { karmadaRun } from './benchKarmada';
 import { scaleRun } from './benchScale';
+import { consoleBundleSize, whatIfRun } from './benchWhatIf';
 import { startCountingProxy } from './countingProxy';
 
 const ROOT = join(__dirname, '..');
@@ -443,6 +444,16 @@ async function main() {
         `${r.clusters} | ${r.bindings} | ${r.idle.requestsPerMinute} | ${r.idle.tableRowsReadPerMinute} | ${Math.max(r.idle.hostMemoryMb, r.evictions.hostMemoryMb)} | ${r.planning.perSecond} (×${r.planning.ratio}) | ${r.evictions.achieved} (×${r.evictions.ratio}) | ${r.evictions.requestsPerEviction}`,
       );
     }
+    return;
+  }
+  if (process.argv[2] === 'whatif') {
+    const run = await whatIfRun(Number(process.argv[3] ?? 1000), Number(process.argv[4] ?? 100_000));
+    const bundle = consoleBundleSize();
+    writeFileSync(join(ROOT, 'bench-whatif.json'), JSON.stringify({ whatIf: run, consoleBundle: bundle }, null, 2) + '\n');
+    console.log(`what-if on ${run.clusters} clusters and ${run.bindings} bindings (seeded in ${run.seedSeconds} s), ${run.runs} runs each`);
+    console.log('clusters failing | evictions | blocked | tier | median ms | worst ms | storage unchanged');
+    for (const r of run.results) console.log(`${r.failing} | ${r.evictions} | ${r.blocked} | ${r.tier} | ${r.medianMs} | ${r.worstMs} | ${r.storageUnchanged}`);
+    if (bundle) console.log(`console bundle: ${bundle.bytes} bytes, ${bundle.gzipBytes} bytes gzip`);
     return;
   }
   if (process.argv[2] === 'karmada') {

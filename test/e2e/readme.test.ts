@@ -48,7 +48,8 @@ describe('README', () => {
     expect(web.spec.activeEvictionHistory).toEqual([{ clusterName: 'member1', creationTimestamp: expect.any(String) }]);
     expect(web.spec.gracefulEvictionTasks).toEqual([]);
     expect(web.status.propagationPolicy).toEqual({ kind: 'PropagationPolicy', namespace: 'default', name: 'web', fields: ['placement', 'failover'] });
-  });
+    // The CLI examples run through npx (about 2.5 s of start-up each).
+  }, 120_000);
 
   it('documents every app setting the code reads, with its default', () => {
     const defaults = loadConfig({});
