@@ -15,6 +15,7 @@ import { newClusterRecord } from '../shared/controllers/records';
 import { placementsOf } from '../shared/controllers/state/bindingWrites';
 import { recountFleet } from '../shared/controllers/state/reads';
 import { createControlPlane } from '../shared/runtime';
+import type { StorageClients } from '../shared/store/connection';
 import { submit } from '../shared/store/ledger/transactions';
 import { TableDocumentStore, TABLES } from '../shared/store/tableStorage';
 import { silentLogger } from '../shared/telemetry/log';
@@ -33,14 +34,14 @@ function rssMb(pid: number): number {
   return round(kb / 1024);
 }
 
-export function clusterRecord(name: string, now: Date): ClusterRecord {
+function clusterRecord(name: string, now: Date): ClusterRecord {
   const record = newClusterRecord(name, now, 'apply');
   record.conditions = [{ type: 'Ready', status: 'True', reason: 'ClusterReady', lastTransitionTime: now.toISOString() }];
   record.lastReportAt = now.toISOString();
   return record;
 }
 
-export function bindingRecord(i: number, home: string, other: string, now: Date): BindingRecord {
+function bindingRecord(i: number, home: string, other: string, now: Date): BindingRecord {
   return {
     kind: 'ResourceBinding',
     namespace: 'default',
@@ -75,6 +76,23 @@ async function batchInsertCeiling(storage: Awaited<ReturnType<typeof startTestSt
   return Math.round(entities / ((performance.now() - started) / 1000));
 }
 
+/**
+ * Seeds `clusters` healthy clusters and `bindings` bindings (each on one cluster, with a second candidate
+ * half the fleet away) straight into storage in bulk: what a host would hold after applying them.
+ */
+export async function seedFleet(storage: StorageClients, clusters: number, bindings: number, now: Date) {
+  const plane = createControlPlane(storage, loadConfig({}), { log: silentLogger });
+  const names = Array.from({ length: clusters }, (_, c) => `c${c}`);
+  const seedStarted = performance.now();
+  await (plane.clusters as TableDocumentStore<ClusterRecord>).upsertMany(names.map((name) => ({ id: name, value: clusterRecord(name, now) })));
+  // Each binding's second candidate is half the fleet away, so the failing clusters (the first few) are never each other's target.
+  const records = Array.from({ length: bindings }, (_, i) => bindingRecord(i, names[i % clusters], names[(i + Math.floor(clusters / 2)) % clusters], now));
+  await (plane.bindings as TableDocumentStore<BindingRecord>).upsertMany(records.map((r) => ({ id: `rb:default:${r.name}`, value: r })));
+  await plane.ledger.upsertPlacements(records.flatMap(placementsOf));
+  await recountFleet(plane);
+  return { plane, names, records, seedSeconds: round((performance.now() - seedStarted) / 1000) };
+}
+
 export async function scaleRun(clusters: number, bindings: number, failing = 10, rate = 50, evictionSeconds = 60) {
   const env = await startTestStorage();
   const tableProxy = await startCountingProxy(origin(env.azurite.tableEndpoint));
@@ -84,17 +102,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
     .replace(/TableEndpoint=[^;]+/, `TableEndpoint=${tableProxy.url}/devstoreaccount1`);
   const now = new Date();
   try {
-    // Seed in bulk, straight into storage.
-    const plane = createControlPlane(env.storage, loadConfig({}), { log: silentLogger });
-    const names = Array.from({ length: clusters }, (_, c) => `c${c}`);
-    const seedStarted = performance.now();
-    await (plane.clusters as TableDocumentStore<ClusterRecord>).upsertMany(names.map((name) => ({ id: name, value: clusterRecord(name, now) })));
-    // Each binding's second candidate is half the fleet away, so the failing clusters (the first few) are never each other's target.
-    const records = Array.from({ length: bindings }, (_, i) => bindingRecord(i, names[i % clusters], names[(i + Math.floor(clusters / 2)) % clusters], now));
-    await (plane.bindings as TableDocumentStore<BindingRecord>).upsertMany(records.map((r) => ({ id: `rb:default:${r.name}`, value: r })));
-    await plane.ledger.upsertPlacements(records.flatMap(placementsOf));
-    await recountFleet(plane);
-    const seedSeconds = round((performance.now() - seedStarted) / 1000);
+    const { plane, names, records, seedSeconds } = await seedFleet(env.storage, clusters, bindings, now);
     const ceiling = await batchInsertCeiling(env.storage, 10_000);
 
     // The seeded clusters do not report: long grace periods keep the heartbeat monitor from marking them all

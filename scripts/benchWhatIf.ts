@@ -8,17 +8,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { loadConfig } from '../shared/config';
-import type { BindingRecord, ClusterRecord } from '../shared/controllers/records';
-import { placementsOf } from '../shared/controllers/state/bindingWrites';
-import { recountFleet } from '../shared/controllers/state/reads';
-import { createControlPlane } from '../shared/runtime';
-import { TableDocumentStore } from '../shared/store/tableStorage';
-import { silentLogger } from '../shared/telemetry/log';
 import { startTestStorage } from '../test/helpers/azurite';
 import { api, startHostProcess } from '../test/helpers/hostProcess';
 import { storageSnapshot } from '../test/helpers/storageSnapshot';
-import { bindingRecord, clusterRecord } from './benchScale';
+import { seedFleet } from './benchScale';
 
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
 const median = (xs: number[]) => {
@@ -43,15 +36,7 @@ export async function whatIfRun(clusters = 1000, bindings = 100_000, runs = 5) {
   const env = await startTestStorage();
   const now = new Date();
   try {
-    const plane = createControlPlane(env.storage, loadConfig({}), { log: silentLogger });
-    const names = Array.from({ length: clusters }, (_, c) => `c${c}`);
-    const seedStarted = performance.now();
-    await (plane.clusters as TableDocumentStore<ClusterRecord>).upsertMany(names.map((name) => ({ id: name, value: clusterRecord(name, now) })));
-    const records = Array.from({ length: bindings }, (_, i) => bindingRecord(i, names[i % clusters], names[(i + Math.floor(clusters / 2)) % clusters], now));
-    await (plane.bindings as TableDocumentStore<BindingRecord>).upsertMany(records.map((r) => ({ id: `rb:default:${r.name}`, value: r })));
-    await plane.ledger.upsertPlacements(records.flatMap(placementsOf));
-    await recountFleet(plane);
-    const seedSeconds = round((performance.now() - seedStarted) / 1000);
+    const { names, seedSeconds } = await seedFleet(env.storage, clusters, bindings, now);
     const host = await startHostProcess({
       AzureWebJobsStorage: env.azurite.connectionString,
       FAILOVER_ENABLED: 'true',

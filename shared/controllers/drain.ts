@@ -1,5 +1,5 @@
 import { notFound } from '../api/errors';
-import { bindingKey, EvictionRecord } from '../failover/bindingModel';
+import { bindingKey, EvictionRecord, pendingEviction } from '../failover/bindingModel';
 import { CORDON_TAINT, DRAIN_REASON, isCordoned, isCordonTaint } from '../failover/drain';
 import { currentTraceCarrier } from '../telemetry/tracing';
 import { setDraining } from './pacer';
@@ -68,27 +68,7 @@ export async function drainCluster(plane: ControlPlane, name: string): Promise<D
     }
     rows.push({
       replaceEtag: before?.etag,
-      record: {
-        cluster: name,
-        bindingKey: key,
-        kind: placement.kind,
-        ...(placement.namespace ? { namespace: placement.namespace } : {}),
-        name: placement.name,
-        resourceKind: placement.resourceKind,
-        replicas: placement.replicas,
-        state: 'pending',
-        reason: DRAIN_REASON,
-        purgeMode: placement.failoverCluster?.purgeMode ?? 'Gracefully',
-        ...(placement.failoverCluster?.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: placement.failoverCluster.gracePeriodSeconds } : {}),
-        why,
-        taints: `${CORDON_TAINT.key}:${CORDON_TAINT.effect}`,
-        dueAt: at,
-        decidedAt: at,
-        decisionRev: placement.rev,
-        attempts: 0,
-        updatedAt: at,
-        ...(traceparent ? { traceparent } : {}),
-      },
+      record: pendingEviction(placement, { reason: DRAIN_REASON, why, taints: `${CORDON_TAINT.key}:${CORDON_TAINT.effect}`, dueAt: at }, at, traceparent),
     });
   }
   if (rows.length > 0) await plane.ledger.recordEvictions(rows);

@@ -1,4 +1,4 @@
-import { ACTIVE_STATES, bindingKey, EvictionRecord, EvictionState, parseBindingKey } from '../failover/bindingModel';
+import { ACTIVE_STATES, bindingKey, EvictionRecord, EvictionState, parseBindingKey, pendingEviction } from '../failover/bindingModel';
 import { DRAIN_REASON } from '../failover/drain';
 import { decideEviction, isFaultyTaint } from '../failover/evictionDecision';
 import type { VersionedEviction } from '../store/ports';
@@ -74,27 +74,12 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
     }
     rows.push({
       replaceEtag: before?.etag,
-      record: {
-        cluster: name,
-        bindingKey: key,
-        kind: placement.kind,
-        ...(placement.namespace ? { namespace: placement.namespace } : {}),
-        name: placement.name,
-        resourceKind: placement.resourceKind,
-        replicas: placement.replicas,
-        state: 'pending',
-        reason: 'TaintUntolerated',
-        purgeMode: placement.failoverCluster?.purgeMode ?? 'Gracefully',
-        ...(placement.failoverCluster?.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: placement.failoverCluster.gracePeriodSeconds } : {}),
-        why: verdict.why,
-        taints: verdict.taints.join(','),
-        dueAt: verdict.dueAt.toISOString(),
-        decidedAt: now.toISOString(),
-        decisionRev: placement.rev,
-        attempts: 0,
-        updatedAt: now.toISOString(),
-        ...(traceparent ? { traceparent } : {}),
-      },
+      record: pendingEviction(
+        placement,
+        { reason: 'TaintUntolerated', why: verdict.why, taints: verdict.taints.join(','), dueAt: verdict.dueAt.toISOString() },
+        now.toISOString(),
+        traceparent,
+      ),
     });
   }
   if (rows.length > 0) {

@@ -68,3 +68,34 @@ export interface EvictionRecord extends BindingRef {
 }
 
 export const resourceKindOf = (spec: Pick<BindingSpec, 'resource'>) => `${spec.resource.apiVersion}/${spec.resource.kind}`;
+
+/**
+ * A new `pending` ledger row for a binding placed on a cluster: the frozen decision (reason, why, taints,
+ * due time) with what the worker needs from the placement (its purge mode, `Gracefully` without
+ * failover.cluster, and grace period). The taint manager and a drain both decide rows this way.
+ */
+export function pendingEviction(
+  placement: PlacementFacts,
+  decision: { reason: string; why: string; taints: string; dueAt: string },
+  now: string,
+  traceparent?: string,
+): EvictionRecord {
+  return {
+    cluster: placement.cluster,
+    bindingKey: bindingKey(placement),
+    kind: placement.kind,
+    ...(placement.namespace ? { namespace: placement.namespace } : {}),
+    name: placement.name,
+    resourceKind: placement.resourceKind,
+    replicas: placement.replicas,
+    state: 'pending',
+    ...decision,
+    purgeMode: placement.failoverCluster?.purgeMode ?? 'Gracefully',
+    ...(placement.failoverCluster?.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: placement.failoverCluster.gracePeriodSeconds } : {}),
+    decidedAt: now,
+    decisionRev: placement.rev,
+    attempts: 0,
+    updatedAt: now,
+    ...(traceparent ? { traceparent } : {}),
+  };
+}
