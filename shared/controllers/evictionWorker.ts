@@ -7,13 +7,14 @@ import { evictFromPlacement } from '../failover/placementEviction';
 import { preScheduleCheck } from '../failover/precheck';
 import type { MissedRule } from '../failover/statePreservation';
 import { keep, write } from '../store/optimistic';
-import type { PacerState, Versioned, VersionedEviction } from '../store/ports';
+import type { EventRecord, PacerState, Versioned, VersionedEviction } from '../store/ports';
 import { errorFields } from '../telemetry/log';
-import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
+import { annotate, ATTR, currentTraceCarrier, inSpan, recordSpan } from '../telemetry/tracing';
+import { oldCopyRemovedEvents, sweepRecord } from './gracefulEviction';
 import { unschedule } from './pacer';
 import type { ControlPlane, EvictionMessage } from './ports';
 import type { BindingRecord, ClusterRecord } from './records';
-import { scheduleBinding } from './scheduler';
+import { placeRecord, scheduleBinding } from './scheduler';
 import { writeBinding } from './state/bindingWrites';
 import { RecentCache } from './state/cache';
 import { evictionEvent, stateNotPreservedEvent } from './state/events';
@@ -144,11 +145,12 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   }
 
   const now = plane.clock.now();
+  const fleet = await fleetClusters(plane);
   const check = preScheduleCheck({
     placement: binding.value.spec.placement,
     placedOn,
     evictFrom: record.cluster,
-    clusters: await fleetClusters(plane),
+    clusters: fleet,
     gracefulEvictionTasks: binding.value.spec.gracefulEvictionTasks,
   });
   if (!check.ok) {
@@ -162,10 +164,15 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   }
 
   // The effect: the cluster leaves the binding (one rule: failover/placementEviction.ts) with this
-  // decision's mark, in one ETag-guarded write. Its placement row goes with the ledger commit below.
+  // decision's mark, in one ETag-guarded write. Its placement row goes with the ledger commit below. In the
+  // same write the binding is placed again (the scheduler's rule) and a task whose old copy may go at once
+  // (purge mode Directly) is dropped (the sweep's rule): one binding write per eviction, not three.
   const executedAt = now.toISOString();
   let missedRules: MissedRule[] = [];
   let landedAt: string | undefined;
+  let followUps: EventRecord[] = [];
+  let placedInWrite: { swept: number } | undefined;
+  const writeStarted = Date.now();
   const {
     result: evicted,
     record: written,
@@ -189,6 +196,8 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
         },
         at,
       );
+      followUps = [];
+      placedInWrite = undefined;
       if (!eviction.evicted) {
         // Our own write landed and only its answer was lost (the retry saw 412 and read it back): the
         // binding is off the cluster with this decision's mark. Finish it, do not abandon it.
@@ -206,6 +215,18 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
       current.evictionMarks = { ...marks, [record.cluster]: { decision: decisionOf(record), at: executedAt } };
       current.generation += 1;
       current.traceparent = currentTraceCarrier().traceparent;
+      // Karmada mode: Karmada's scheduler places it. A no-fit on the cached fleet view is left to the
+      // scheduler after the commit, which decides again on a fresh view.
+      if (!plane.karmada) {
+        const placed = structuredClone(current);
+        const decision = placeRecord(placed, fleet, at);
+        if (decision.outcome === 'scheduled') {
+          const dropped = sweepRecord(placed, at, plane.config);
+          followUps = [decision.event, ...oldCopyRemovedEvents(placed, dropped, at)];
+          placedInWrite = { swept: dropped.length };
+          return write(placed, true);
+        }
+      }
       return write(current, true);
     },
     { placementsAlreadyRemoved: [record.cluster], current: binding },
@@ -219,7 +240,17 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
       { ...stateNotPreservedEvent(record, executedAt, record.cluster, missedRules), id: `state-${record.cluster}-${decisionOf(record)}` },
     ]);
   }
-  const outcome = await finishEviction(plane, row, landedAt ?? executedAt, written && etag ? { value: written, etag } : undefined);
+  if (placedInWrite) {
+    // The scheduler's and the sweep's work done in the eviction's write keep their spans in the failure's trace.
+    const attributes = { [ATTR.binding]: record.bindingKey };
+    recordSpan('scheduler.place', { startTime: writeStarted, attributes: { ...attributes, [ATTR.outcome]: 'scheduled' } });
+    if (placedInWrite.swept > 0)
+      recordSpan('gracefulEviction.sweep', {
+        startTime: writeStarted,
+        attributes: { ...attributes, [ATTR.count]: placedInWrite.swept, [ATTR.outcome]: 'cleared' },
+      });
+  }
+  const outcome = await finishEviction(plane, row, landedAt ?? executedAt, written && etag ? { value: written, etag } : undefined, followUps);
   return outcome === 'finished' ? 'evicted' : outcome;
 }
 
@@ -228,7 +259,14 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
  * commit (row `done`, its placement row removed), then the rescheduling. Whoever's commit lands does the
  * metrics; the event and the rescheduling are safe to repeat.
  */
-async function finishEviction(plane: ControlPlane, row: VersionedEviction, executedAt: string, written?: Versioned<BindingRecord>): Promise<WorkerOutcome> {
+async function finishEviction(
+  plane: ControlPlane,
+  row: VersionedEviction,
+  executedAt: string,
+  written?: Versioned<BindingRecord>,
+  /** Events of what the eviction's write also did (placed, old copy dropped): one append with `Evicted`. */
+  followUps: EventRecord[] = [],
+): Promise<WorkerOutcome> {
   const { record } = row;
   const now = plane.clock.now();
   const committed: EvictionRecord = {
@@ -244,6 +282,7 @@ async function finishEviction(plane: ControlPlane, row: VersionedEviction, execu
       ...evictionEvent(committed, executedAt, 'Evicted', `evicted from ${record.cluster} (${committed.purgeMode}): ${committed.why}`, 'Warning'),
       id: `evicted-${record.cluster}-${decisionOf(record)}`,
     },
+    ...followUps,
   ]);
   let etag = row.etag;
   let landed = false;
@@ -265,10 +304,11 @@ async function finishEviction(plane: ControlPlane, row: VersionedEviction, execu
     etag = latest.etag;
   }
   if (!landed) throw new Error(`could not commit the eviction of ${record.bindingKey} from ${record.cluster}: the ledger row keeps changing`);
-  // The binding lost a cluster: place it again, here and now from the version just written (no queue hop,
-  // no re-read); if that fails, the scheduler queue (and its resync) takes it.
+  // The binding lost a cluster: unless the eviction's own write placed it again, place it here and now from
+  // the version just written (no queue hop, no re-read); if that fails, the scheduler queue (and its resync) takes it.
   try {
-    await scheduleBinding(plane, record.bindingKey, undefined, written);
+    if (!written || written.value.status.schedulerObservedGeneration !== written.value.generation)
+      await scheduleBinding(plane, record.bindingKey, undefined, written);
   } catch (error) {
     plane.log.warn('rescheduling after eviction failed; queued for the scheduler', { binding: record.bindingKey, ...errorFields(error) });
     await plane.scheduler.send({ binding: record.bindingKey });

@@ -1,7 +1,7 @@
 import type { GracefulEvictionTask } from '../api/resources';
 import { assessTasks } from '../failover/gracefulEviction';
 import { keep, write } from '../store/optimistic';
-import type { Versioned } from '../store/ports';
+import type { EventRecord, Versioned } from '../store/ports';
 import { annotate, ATTR, inSpan, recordSpan } from '../telemetry/tracing';
 import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
@@ -13,11 +13,7 @@ import { bindingsNeeding } from './state/reads';
  * The graceful-eviction sweep for one binding: drops the tasks whose old copy may now go and records an
  * event for each (what a downstream deployer acts on to delete the old copy). Returns the dropped tasks.
  */
-export async function sweepBinding(
-  plane: ControlPlane,
-  key: string,
-  current?: Versioned<BindingRecord>,
-): Promise<Array<{ task: GracefulEvictionTask; why: string }>> {
+export async function sweepBinding(plane: ControlPlane, key: string, current?: Versioned<BindingRecord>): Promise<DroppedTask[]> {
   return inSpan('gracefulEviction.sweep', { attributes: { [ATTR.binding]: key } }, async () => {
     const dropped = await sweep(plane, key, current);
     annotate({ [ATTR.count]: dropped.length, [ATTR.outcome]: dropped.length > 0 ? 'cleared' : 'kept' });
@@ -25,48 +21,59 @@ export async function sweepBinding(
   });
 }
 
-async function sweep(plane: ControlPlane, key: string, known?: Versioned<BindingRecord>): Promise<Array<{ task: GracefulEvictionTask; why: string }>> {
-  let dropped: Array<{ task: GracefulEvictionTask; why: string }> = [];
+export type DroppedTask = { task: GracefulEvictionTask; why: string };
+
+/**
+ * The sweep's rule on one binding version (changed in place): drops the tasks whose old copy may now go.
+ * Used by the sweep and by the eviction worker (a purge mode Directly task goes in the eviction's own write).
+ */
+export function sweepRecord(record: BindingRecord, now: Date, config: ControlPlane['config']): DroppedTask[] {
+  const tasks = record.spec.gracefulEvictionTasks ?? [];
+  if (tasks.length === 0) return [];
+  const assessment = assessTasks(
+    tasks,
+    {
+      generation: record.generation,
+      schedulerObservedGeneration: record.status.schedulerObservedGeneration,
+      clusters: (record.spec.clusters ?? []).map((c) => c.name),
+      aggregatedStatus: record.status.aggregatedStatus ?? [],
+    },
+    now,
+    { globalTimeoutSeconds: config.gracefulEvictionTimeoutSeconds, plugins: config.evictionPlugins },
+  );
+  // Tasks are bookkeeping of the old copies: removing one does not change what is scheduled, so the
+  // generation stays (a bump would make every other task wait for a new scheduling round).
+  if (assessment.drop.length > 0) record.spec.gracefulEvictionTasks = assessment.keep;
+  return assessment.drop;
+}
+
+/** One OldCopyRemoved event per dropped task: what a downstream deployer acts on to delete the old copy. */
+export function oldCopyRemovedEvents(record: BindingRecord, dropped: readonly DroppedTask[], now: Date | string): EventRecord[] {
+  return dropped.map(({ task, why }) =>
+    bindingEvent(
+      record,
+      now,
+      'OldCopyRemoved',
+      `graceful eviction task for ${task.fromCluster} cleared (${task.purgeMode ?? 'Gracefully'}): ${why}; the copy on ${task.fromCluster} may be deleted`,
+      'Normal',
+      { cluster: task.fromCluster, purgeMode: task.purgeMode ?? 'Gracefully', why },
+    ),
+  );
+}
+
+async function sweep(plane: ControlPlane, key: string, known?: Versioned<BindingRecord>): Promise<DroppedTask[]> {
+  let dropped: DroppedTask[] = [];
   const { record } = await writeBinding<null>(
     plane,
     key,
     (current, now) => {
-      dropped = [];
-      const tasks = current?.spec.gracefulEvictionTasks ?? [];
-      if (!current || tasks.length === 0) return keep(null);
-      const assessment = assessTasks(
-        tasks,
-        {
-          generation: current.generation,
-          schedulerObservedGeneration: current.status.schedulerObservedGeneration,
-          clusters: (current.spec.clusters ?? []).map((c) => c.name),
-          aggregatedStatus: current.status.aggregatedStatus ?? [],
-        },
-        now,
-        { globalTimeoutSeconds: plane.config.gracefulEvictionTimeoutSeconds, plugins: plane.config.evictionPlugins },
-      );
-      if (assessment.drop.length === 0) return keep(null);
-      dropped = assessment.drop;
-      // Tasks are bookkeeping of the old copies: removing one does not change what is scheduled, so the
-      // generation stays (a bump would make every other task wait for a new scheduling round).
-      current.spec.gracefulEvictionTasks = assessment.keep;
-      return write(current, null);
+      dropped = current ? sweepRecord(current, now, plane.config) : [];
+      return current && dropped.length > 0 ? write(current, null) : keep(null);
     },
     known ? { current: known } : {},
   );
   if (record && dropped.length > 0) {
-    const now = plane.clock.now().toISOString();
-    const events = dropped.map(({ task, why }) =>
-      bindingEvent(
-        record,
-        now,
-        'OldCopyRemoved',
-        `graceful eviction task for ${task.fromCluster} cleared (${task.purgeMode ?? 'Gracefully'}): ${why}; the copy on ${task.fromCluster} may be deleted`,
-        'Normal',
-        { cluster: task.fromCluster, purgeMode: task.purgeMode ?? 'Gracefully', why },
-      ),
-    );
-    await plane.events.append(events);
+    await plane.events.append(oldCopyRemovedEvents(record, dropped, plane.clock.now().toISOString()));
     plane.log.info('graceful eviction tasks cleared', { binding: key, clusters: dropped.map((d) => d.task.fromCluster) });
   }
   return dropped;

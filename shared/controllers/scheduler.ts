@@ -1,5 +1,5 @@
 import { activeBlocks, DEFAULT_BLOCK_SECONDS } from '../failover/applicationFailover';
-import { schedule } from '../failover/scheduler';
+import { SchedulableCluster, schedule } from '../failover/scheduler';
 import { keep, write } from '../store/optimistic';
 import type { EventRecord, Versioned } from '../store/ports';
 import { annotate, ATTR, inSpan, TraceCarrier } from '../telemetry/tracing';
@@ -39,6 +39,58 @@ export async function scheduleBinding(plane: ControlPlane, key: string, trace?: 
   });
 }
 
+export type PlacementDecision =
+  { outcome: 'up-to-date' } | { outcome: 'no-fit'; message: string; event?: EventRecord } | { outcome: 'scheduled'; event: EventRecord };
+
+/**
+ * Places `record` (changed in place) on `clusters`: the scheduler's one rule, used by the scheduler and by the
+ * eviction worker (which places a binding in the same write that takes it off a cluster). Success writes
+ * spec.clusters, schedulerObservedGeneration and Scheduled=True; no fit keeps the placement and writes
+ * Scheduled=False/NoClusterFit with why each cluster was rejected (its event only when that changed).
+ */
+export function placeRecord(record: BindingRecord, clusters: readonly SchedulableCluster[], now: Date): PlacementDecision {
+  if (record.status.schedulerObservedGeneration === record.generation) return { outcome: 'up-to-date' };
+  // Clusters this binding left for an application failure stay out until their block ends (seed 003).
+  const history = activeBlocks(
+    record.spec.activeEvictionHistory ?? [],
+    record.spec.failover?.application?.blockPredecessorSeconds ?? DEFAULT_BLOCK_SECONDS,
+    now,
+  );
+  if ((record.spec.activeEvictionHistory ?? []).length > 0) record.spec.activeEvictionHistory = history.keep;
+  const result = schedule({
+    replicas: record.spec.replicas ?? 0,
+    placement: record.spec.placement,
+    current: record.spec.clusters ?? [],
+    clusters,
+    blocked: history.blocked,
+    gracefulEvictionTasks: record.spec.gracefulEvictionTasks,
+  });
+  if (!result.ok) {
+    const before = JSON.stringify(record.status.conditions ?? []);
+    setCondition(record.status, { type: 'Scheduled', status: 'False', reason: 'NoClusterFit', message: result.message }, now);
+    if (JSON.stringify(record.status.conditions) === before) return { outcome: 'no-fit', message: result.message };
+    return {
+      outcome: 'no-fit',
+      message: result.message,
+      event: bindingEvent(record, now, 'NoClusterFit', result.message, 'Warning', { rejected: result.rejected }),
+    };
+  }
+  const changed =
+    JSON.stringify(result.clusters) !==
+    JSON.stringify((record.spec.clusters ?? []).map((c) => ({ name: c.name, replicas: c.replicas ?? record.spec.replicas ?? 0 })));
+  if (changed) {
+    record.spec.clusters = result.clusters;
+    record.generation += 1;
+  }
+  record.status.schedulerObservedGeneration = record.generation;
+  setCondition(
+    record.status,
+    { type: 'Scheduled', status: 'True', reason: 'Success', message: `placed on ${result.clusters.map((c) => `${c.name} (${c.replicas})`).join(', ')}` },
+    now,
+  );
+  return { outcome: 'scheduled', event: bindingEvent(record, now, 'Scheduled', `placed on ${result.clusters.map((c) => c.name).join(', ')}`) };
+}
+
 /** `current`: the version the caller just wrote, to save a read (a stale one costs one retry). */
 async function place(plane: ControlPlane, key: string, current?: Versioned<BindingRecord>, fresh = false): Promise<ScheduleOutcome> {
   // The fleet view this process keeps for a second (the worker's pre-check just read it): a placement
@@ -56,53 +108,18 @@ async function place(plane: ControlPlane, key: string, current?: Versioned<Bindi
         outcome = 'absent';
         return keep(null);
       }
-      if (current.status.schedulerObservedGeneration === current.generation) {
+      const decision = placeRecord(current, clusters, now);
+      if (decision.outcome === 'up-to-date') {
         outcome = 'up-to-date';
         return keep(null);
       }
-      // Clusters this binding left for an application failure stay out until their block ends (seed 003).
-      const history = activeBlocks(
-        current.spec.activeEvictionHistory ?? [],
-        current.spec.failover?.application?.blockPredecessorSeconds ?? DEFAULT_BLOCK_SECONDS,
-        now,
-      );
-      if ((current.spec.activeEvictionHistory ?? []).length > 0) current.spec.activeEvictionHistory = history.keep;
-      const result = schedule({
-        replicas: current.spec.replicas ?? 0,
-        placement: current.spec.placement,
-        current: current.spec.clusters ?? [],
-        clusters,
-        blocked: history.blocked,
-        gracefulEvictionTasks: current.spec.gracefulEvictionTasks,
-      });
-      if (!result.ok && !fresh) {
+      if (decision.outcome === 'no-fit' && !fresh) {
         outcome = 'stale-view';
         return keep(null);
       }
-      if (!result.ok) {
-        outcome = 'no-fit';
-        const before = JSON.stringify(current.status.conditions ?? []);
-        setCondition(current.status, { type: 'Scheduled', status: 'False', reason: 'NoClusterFit', message: result.message }, now);
-        if (JSON.stringify(current.status.conditions) === before) return keep(null);
-        event = bindingEvent(current, now, 'NoClusterFit', result.message, 'Warning', { rejected: result.rejected });
-        return write(current, null);
-      }
-      outcome = 'scheduled';
-      const changed =
-        JSON.stringify(result.clusters) !==
-        JSON.stringify((current.spec.clusters ?? []).map((c) => ({ name: c.name, replicas: c.replicas ?? current.spec.replicas ?? 0 })));
-      if (changed) {
-        current.spec.clusters = result.clusters;
-        current.generation += 1;
-      }
-      current.status.schedulerObservedGeneration = current.generation;
-      setCondition(
-        current.status,
-        { type: 'Scheduled', status: 'True', reason: 'Success', message: `placed on ${result.clusters.map((c) => `${c.name} (${c.replicas})`).join(', ')}` },
-        now,
-      );
-      event = bindingEvent(current, now, 'Scheduled', `placed on ${result.clusters.map((c) => c.name).join(', ')}`);
-      return write(current, null);
+      outcome = decision.outcome;
+      event = decision.event;
+      return decision.outcome === 'no-fit' && !decision.event ? keep(null) : write(current, null);
     },
     current ? { current } : {},
   );
