@@ -4,7 +4,7 @@ import { AppConfig, loadConfig } from './config';
 import type {
   ApplicationFailoverMessage,
   ControlPlane,
-  EvictionMessage,
+  EvictionBatch,
   FleetSummary,
   IndexedPlacement,
   KarmadaConnection,
@@ -74,7 +74,7 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
     fleetSummary: new TableDocumentStore<FleetSummary>(storage.table(TABLES.clusters), 'summary'),
     ledger: new TableLedger(storage.table(TABLES.ledger)),
     taintManager: new StorageMessageQueue<TaintManagerMessage>(storage.queue(QUEUES.taintManager)),
-    evictions: new StorageMessageQueue<EvictionMessage>(storage.queue(QUEUES.evictions)),
+    evictions: new StorageMessageQueue<EvictionBatch>(storage.queue(QUEUES.evictions)),
     scheduler: new StorageMessageQueue<SchedulerMessage>(storage.queue(QUEUES.scheduler)),
     applicationFailover: new StorageMessageQueue<ApplicationFailoverMessage>(storage.queue(QUEUES.applicationFailover)),
     metrics: new FailoverMetrics(),

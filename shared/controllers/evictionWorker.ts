@@ -12,7 +12,7 @@ import { errorFields } from '../telemetry/log';
 import { annotate, ATTR, currentTraceCarrier, inSpan, recordSpan } from '../telemetry/tracing';
 import { oldCopyRemovedEvents, sweepRecord } from './gracefulEviction';
 import { unschedule } from './pacer';
-import type { ControlPlane, EvictionMessage } from './ports';
+import type { ControlPlane, EvictionBatch, EvictionMessage } from './ports';
 import type { BindingRecord, ClusterRecord } from './records';
 import { placeRecord, scheduleBinding } from './scheduler';
 import { writeBinding } from './state/bindingWrites';
@@ -72,6 +72,25 @@ async function execute(plane: ControlPlane, message: EvictionMessage): Promise<W
   const row = message.record && !late ? { record: message.record, etag: message.etag } : await plane.ledger.getEviction(message.cluster, message.bindingKey);
   if (!row || row.record.state !== 'scheduled' || row.etag !== message.etag) return 'duplicate';
   return settleScheduledRow(plane, row, 'evict');
+}
+
+/**
+ * A queue message's evictions, in slot order, each at its slot. Each is settled on its own (one failing
+ * does not hold up the others); if any threw, the message is retried after the rest are done, and the
+ * ones already settled are duplicates then (their rows moved on from the ETag the message carries).
+ */
+export async function executeEvictionBatch(plane: ControlPlane, batch: EvictionBatch): Promise<WorkerOutcome[]> {
+  const outcomes: WorkerOutcome[] = [];
+  let failure: Error | undefined;
+  for (const message of [...batch.evictions].sort((a, b) => a.slot.localeCompare(b.slot))) {
+    try {
+      outcomes.push(await executeEviction(plane, message));
+    } catch (error) {
+      failure ??= error instanceof Error ? error : new Error(String(error));
+    }
+  }
+  if (failure !== undefined) throw failure;
+  return outcomes;
 }
 
 /** The identity of a decision: its row is replaced when a later failure decides anew. */

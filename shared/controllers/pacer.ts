@@ -3,8 +3,8 @@ import { bypassesGate } from '../failover/drain';
 import { assignSlots } from '../failover/evictionDecision';
 import { shardOf } from '../store/ledgerTable';
 import type { DueGroup, PacerState } from '../store/ports';
-import { ATTR, inSpan } from '../telemetry/tracing';
-import type { ControlPlane } from './ports';
+import { ATTR, inSpan, recordSpan } from '../telemetry/tracing';
+import type { ControlPlane, EvictionMessage } from './ports';
 import { evictionEvent, switchEvent, tierEvent } from './state/events';
 import { currentFleetHealth, rememberPacerState } from './state/reads';
 
@@ -22,6 +22,8 @@ export const SLOT_LEAD_SECONDS = 2;
  * polling runs at least every maxPollingInterval, 1 s) before its slot, and evictions keep their spacing.
  */
 export const MIN_SLOT_LEAD_MS = 1500;
+/** Evictions one queue message carries at most (a row is under 1 kB: well inside the 64 KiB message limit). */
+export const MAX_EVICTIONS_PER_MESSAGE = 16;
 
 export interface PacerOutcome {
   tier: string;
@@ -106,6 +108,7 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   const byCluster = new Map<string, number[]>();
   claimed.forEach((c, i) => byCluster.set(c.record.cluster, [...(byCluster.get(c.record.cluster) ?? []), i]));
   const sent: Array<Promise<void>> = [];
+  const outgoing: Array<{ slot: number; traceparent?: string; message: EvictionMessage }> = [];
   let scheduled = 0;
   for (const indexes of byCluster.values()) {
     const updates = indexes.map((i) => ({
@@ -137,25 +140,42 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
       const newEtag = etags[k];
       if (!newEtag) return;
       scheduled++;
-      const slot = slots[i];
-      const delaySeconds = Math.max(0, Math.floor((slot - nowMs) / 1000) - SLOT_LEAD_SECONDS);
-      const row = claimed[i].record;
-      const attributes = {
-        [ATTR.cluster]: row.cluster,
-        [ATTR.binding]: row.bindingKey,
-        [ATTR.tier]: health.tier,
-        [ATTR.rate]: health.rate,
-        'failover.slot': new Date(slot).toISOString(),
-      };
-      sent.push(
-        inSpan('pacer.schedule', { parent: { traceparent: row.traceparent }, attributes }, () =>
-          plane.evictions.send(
-            { cluster: row.cluster, bindingKey: row.bindingKey, etag: newEtag, slot: new Date(slot).toISOString(), record: updates[k].record },
-            { delaySeconds },
-          ),
-        ),
-      );
+      const row = updates[k].record;
+      outgoing.push({
+        slot: slots[i],
+        traceparent: row.traceparent,
+        message: { cluster: row.cluster, bindingKey: row.bindingKey, etag: newEtag, slot: row.scheduledFor, record: row },
+      });
     });
+  }
+  // One queue message per run of slots less than a second apart (at most MAX_EVICTIONS_PER_MESSAGE): the
+  // worker takes them in slot order, waiting for each, so a message costs a send and a delete whatever the
+  // rate, and becomes visible SLOT_LEAD_SECONDS before its first slot.
+  outgoing.sort((a, b) => a.slot - b.slot);
+  const batches: Array<typeof outgoing> = [];
+  for (const item of outgoing) {
+    const batch = batches[batches.length - 1];
+    if (batch && batch.length < MAX_EVICTIONS_PER_MESSAGE && item.slot - batch[0].slot < 1000) batch.push(item);
+    else batches.push([item]);
+  }
+  for (const group of batches) {
+    const first = group[0];
+    const delaySeconds = Math.max(0, Math.floor((first.slot - nowMs) / 1000) - SLOT_LEAD_SECONDS);
+    const attributes = (item: (typeof group)[number]) => ({
+      [ATTR.cluster]: item.message.cluster,
+      [ATTR.binding]: item.message.bindingKey,
+      [ATTR.tier]: health.tier,
+      [ATTR.rate]: health.rate,
+      'failover.slot': item.message.slot,
+    });
+    // Each row's failure trace gets its pacer.schedule span; the message is sent in the first row's.
+    for (const item of group.slice(1))
+      recordSpan('pacer.schedule', { parent: { traceparent: item.traceparent }, startTime: Date.now(), attributes: attributes(item) });
+    sent.push(
+      inSpan('pacer.schedule', { parent: { traceparent: first.traceparent }, attributes: { ...attributes(first), [ATTR.count]: group.length } }, () =>
+        plane.evictions.send({ evictions: group.map((item) => item.message) }, { delaySeconds }),
+      ),
+    );
   }
   await Promise.all(sent);
   // A group is dropped only when every one of its rows got a slot; otherwise it is read again next time.

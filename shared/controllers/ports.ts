@@ -90,6 +90,10 @@ export const evictionMessage = z.object({
 });
 export type EvictionMessage = Omit<z.infer<typeof evictionMessage>, 'record'> & { record?: EvictionRecord };
 
+/** What the eviction queue carries: paced evictions whose slots are less than a second apart, in slot order. */
+export const evictionBatchMessage = z.object({ evictions: z.array(evictionMessage).min(1).max(64) });
+export type EvictionBatch = { evictions: EvictionMessage[] };
+
 /** A binding to place. */
 export const schedulerMessage = z.object({ binding: z.string().min(1).max(400) });
 export type SchedulerMessage = z.infer<typeof schedulerMessage>;
@@ -122,7 +126,7 @@ export interface ControlPlane {
   fleetSummary: DocumentStore<FleetSummary>;
   ledger: EvictionLedger;
   taintManager: MessageQueue<TaintManagerMessage>;
-  evictions: MessageQueue<EvictionMessage>;
+  evictions: MessageQueue<EvictionBatch>;
   scheduler: MessageQueue<SchedulerMessage>;
   applicationFailover: MessageQueue<ApplicationFailoverMessage>;
   /** Set in Karmada mode (KARMADA_KUBECONFIG). */

@@ -7,7 +7,7 @@ import { bindingKey } from '../../shared/failover/bindingModel';
 import { CORDON_TAINT } from '../../shared/failover/drain';
 import { binding, cluster } from '../helpers/fleet';
 import { applyTo, second } from '../helpers/memoryLoop';
-import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
+import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane';
 
 /** Drain and uncordon on the in-memory ports: cordon, paced evacuation through the ledger, idempotence. */
 
@@ -79,7 +79,7 @@ describe('drain', () => {
     await drainCluster(m.plane, 'm1');
     const queued: EvictionMessage[] = [];
     await runPacer(m.plane); // the pacer schedules; the messages wait in the queue
-    queued.push(...m.evictions.takeAll().map((s) => s.message));
+    queued.push(...takeEvictions(m).map((s) => s.message));
     expect(queued.length).toBeGreaterThan(0);
     const ended = await uncordonCluster(m.plane, 'm1');
     expect(ended.abandonedAtSlot).toBe(queued.length);

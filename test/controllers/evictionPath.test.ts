@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { executeEviction, WorkerOutcome } from '../../shared/controllers/evictionWorker';
-import { runPacer, setPaused } from '../../shared/controllers/pacer';
+import { executeEviction, executeEvictionBatch, WorkerOutcome } from '../../shared/controllers/evictionWorker';
+import { MAX_EVICTIONS_PER_MESSAGE, runPacer, setPaused } from '../../shared/controllers/pacer';
 import type { EvictionMessage } from '../../shared/controllers/ports';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
 import { applyTo, second } from '../helpers/memoryLoop';
-import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
+import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane';
 
 /**
  * The cluster-failover path on the in-memory ports, table-driven: taint manager → ledger → pacer → queue →
@@ -98,7 +98,7 @@ describe('eviction worker outcomes', () => {
     await manageCluster(m.plane, 'm1');
     // The pacer claims the row first; what happens before its slot decides the outcome.
     await runPacer(m.plane);
-    const [{ message }] = m.evictions.takeAll();
+    const [{ message }] = takeEvictions(m);
     await setup?.(m);
     m.clock.set(message.slot);
     expect(await executeEviction(m.plane, message)).toBe(outcome);
@@ -157,5 +157,45 @@ describe('seed 002: failover.cluster.gracePeriodSeconds', () => {
     expect((await m.bindings.get('rb:default:web'))!.value.spec.gracefulEvictionTasks).toMatchObject([
       { fromCluster: 'm1', purgeMode: 'Gracefully', gracePeriodSeconds: 100 },
     ]);
+  });
+});
+
+describe('eviction messages', () => {
+  it('carry the slots less than a second apart, at most 16 a message, in slot order', async () => {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '20' });
+    const names = Array.from({ length: 70 }, (_, i) => `w${String(i).padStart(2, '0')}`);
+    await fleet(m, [cluster('m1', true), cluster('m2'), ...names.map((n) => binding(n, ['m1']))]);
+    await manageCluster(m.plane, 'm1');
+    await runPacer(m.plane);
+    const messages = m.evictions.takeAll();
+    const slots = messages.map((sent) => sent.message.evictions.map((e) => Date.parse(e.slot)));
+    // A 3 s window at 20/s: 61 slots, in 4 messages of at most 16, each spanning under a second.
+    expect(slots.flat()).toHaveLength(61);
+    expect(messages.length).toBeLessThanOrEqual(5);
+    for (const group of slots) {
+      expect(group.length).toBeLessThanOrEqual(MAX_EVICTIONS_PER_MESSAGE);
+      expect(group[group.length - 1] - group[0]).toBeLessThan(1000);
+      expect([...group].sort((a, b) => a - b)).toEqual(group);
+    }
+    // Visible SLOT_LEAD_SECONDS (2 s) before its first slot, in whole seconds.
+    for (const sent of messages) {
+      const first = Date.parse(sent.message.evictions[0].slot);
+      expect(sent.delaySeconds).toBe(Math.max(0, Math.floor((first - Date.parse(sent.sentAt.toISOString())) / 1000) - 2));
+    }
+  });
+
+  it('one eviction that throws does not hold up the others of its message; the message is retried', async () => {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '10' });
+    await fleet(m, [cluster('m1', true), cluster('m2'), binding('a', ['m1']), binding('b', ['m1']), binding('c', ['m1'])]);
+    await manageCluster(m.plane, 'm1');
+    await runPacer(m.plane);
+    const [sent] = m.evictions.takeAll();
+    expect(sent.message.evictions).toHaveLength(3);
+    m.clock.set(sent.message.evictions[2].slot);
+    m.bindings.failNext('get', new Error('storage down'));
+    await expect(executeEvictionBatch(m.plane, sent.message)).rejects.toThrow('storage down');
+    expect((await rowsOf(m, 'm1')).map((r) => r.state).sort()).toEqual(['done', 'done', 'scheduled']);
+    // The redelivery settles the rest; the ones already done are duplicates.
+    expect((await executeEvictionBatch(m.plane, sent.message)).sort()).toEqual(['duplicate', 'duplicate', 'evicted']);
   });
 });

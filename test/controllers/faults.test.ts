@@ -8,7 +8,7 @@ import { scheduleAll } from '../../shared/controllers/scheduler';
 import { handleTaintManagerMessage, manageCluster } from '../../shared/controllers/taintManager';
 import type { EvictionRecord } from '../../shared/failover/bindingModel';
 import { binding, cluster } from '../helpers/fleet';
-import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
+import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane';
 
 /**
  * The defects found under host kills plus storage faults, each made deterministic on the in-memory ports:
@@ -27,8 +27,7 @@ const recover = (m: MemoryPlane, name: string) => apply(m, [cluster(name)]);
 async function planAndPace(m: MemoryPlane, name: string): Promise<EvictionMessage[]> {
   await manageCluster(m.plane, name);
   await runPacer(m.plane);
-  return m.evictions
-    .takeAll()
+  return takeEvictions(m)
     .map((s) => s.message)
     .sort((a, b) => a.slot.localeCompare(b.slot));
 }
@@ -105,7 +104,7 @@ describe('2. no eviction after a recovery', () => {
     await handleTaintManagerMessage(m.plane, { cluster: 'm1', reason: 'taints-changed' });
     m.ledger.faults.beforeWrite = undefined;
     expect(ticked).toBe(true);
-    const scheduled = m.evictions.takeAll().map((s) => s.message);
+    const scheduled = takeEvictions(m).map((s) => s.message);
     expect(scheduled.length).toBeGreaterThan(0);
     const abandonedByPass = (await rows(m, 'm1')).filter((r) => r.state === 'abandoned').length;
     const event = (await m.events.all()).find((e) => e.reason === 'EvictionsAbandoned')!;
@@ -134,7 +133,7 @@ describe('2. no eviction after a recovery', () => {
     stalled!();
     expect((await planning).planned).toBe(1);
     await runPacer(m.plane);
-    for (const { message } of m.evictions.takeAll()) expect(await executeAtSlot(m, message)).toBe('recovered');
+    for (const { message } of takeEvictions(m)) expect(await executeAtSlot(m, message)).toBe('recovered');
     expect((await rows(m, 'm1')).map((r) => r.state)).toEqual(['abandoned']);
     expect((await stored(m, 'web')).spec.clusters?.map((c) => c.name)).toEqual(['m1']);
   });
@@ -152,7 +151,7 @@ describe('3. smaller defects', () => {
     const slots: number[] = [];
     for (let tick = 0; tick < 10; tick++) {
       await runPacer(m.plane);
-      for (const { message } of m.evictions.takeAll().sort((a, b) => a.message.slot.localeCompare(b.message.slot))) {
+      for (const { message } of takeEvictions(m).sort((a, b) => a.message.slot.localeCompare(b.message.slot))) {
         slots.push(Date.parse(message.slot));
         expect(await executeAtSlot(m, message)).toBe('evicted');
       }

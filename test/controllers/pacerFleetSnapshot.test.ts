@@ -4,7 +4,7 @@ import { applyObjects } from '../../shared/controllers/apply';
 import { runPacer } from '../../shared/controllers/pacer';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
-import { memoryPlane } from '../helpers/memoryPlane';
+import { memoryPlane, takeEvictions } from '../helpers/memoryPlane';
 
 /**
  * The pacer must judge the fleet as it is when it claims rows, not from a snapshot that predates the
@@ -27,6 +27,6 @@ describe('the pacer and a fleet that changed within the last second', () => {
     // The next tick, under a second later, must see the fleet as it is now.
     expect(await runPacer(m.plane)).toMatchObject({ tier: 'halted', rate: 0, scheduled: 0 });
     expect((await m.ledger.scanEvictions({ cluster: 't1' })).map((r) => r.record.state)).toEqual(['pending']);
-    expect(m.evictions.takeAll()).toEqual([]);
+    expect(takeEvictions(m)).toEqual([]);
   });
 });

@@ -7,7 +7,7 @@ import { runPacer } from '../../shared/controllers/pacer';
 import { scheduleAll } from '../../shared/controllers/scheduler';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { cluster } from '../helpers/fleet';
-import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
+import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane';
 import {
   SEED_000_CLUSTER,
   SEED_000_CTP,
@@ -85,7 +85,7 @@ describe("seed 001's failover examples, end to end on the controllers", () => {
     await manageCluster(m.plane, name);
     for (let tick = 0; tick < 10; tick++) {
       await runPacer(m.plane);
-      for (const { message } of m.evictions.takeAll()) {
+      for (const { message } of takeEvictions(m)) {
         m.clock.set(message.slot);
         await executeEviction(m.plane, message);
       }

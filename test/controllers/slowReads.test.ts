@@ -5,7 +5,7 @@ import { executeEviction } from '../../shared/controllers/evictionWorker';
 import { runPacer, setPaused } from '../../shared/controllers/pacer';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
-import { memoryPlane } from '../helpers/memoryPlane';
+import { memoryPlane, takeEvictions } from '../helpers/memoryPlane';
 
 /**
  * Found by `npm run chaos`: a storage read answered late describes the world as it was when it was served.
@@ -19,7 +19,7 @@ async function oneScheduledEviction() {
   await applyObjects(m.plane, decodeApplyDocuments([cluster('c1', true)]));
   expect((await manageCluster(m.plane, 'c1')).planned).toBe(1);
   await runPacer(m.plane);
-  const [message] = m.evictions.takeAll().map((entry) => entry.message);
+  const [message] = takeEvictions(m).map((entry) => entry.message);
   m.clock.advance(5000);
   return { m, message };
 }

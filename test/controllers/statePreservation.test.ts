@@ -7,7 +7,7 @@ import { executeEviction } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
-import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
+import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane';
 
 /**
  * statePreservation on the in-memory ports, through the app's own paths: the workload's status is reported
@@ -27,7 +27,7 @@ async function evictFrom(m: MemoryPlane, name: string) {
   await manageCluster(m.plane, name);
   await runPacer(m.plane);
   const outcomes = [];
-  for (const { message } of m.evictions.takeAll()) {
+  for (const { message } of takeEvictions(m)) {
     if (Date.parse(message.slot) > m.clock.now().getTime()) m.clock.set(message.slot);
     outcomes.push(await executeEviction(m.plane, message));
   }

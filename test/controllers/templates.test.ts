@@ -8,7 +8,7 @@ import { scheduleBinding } from '../../shared/controllers/scheduler';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { deleteTemplate, listTemplates } from '../../shared/controllers/templates';
 import { cluster } from '../helpers/fleet';
-import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
+import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane';
 
 const deployment = (name: string, replicas: number, labels: Record<string, string> = {}, namespace?: string) => ({
   apiVersion: 'apps/v1',
@@ -189,7 +189,7 @@ describe('resource templates and the detector', () => {
     expect(row?.record).toMatchObject({ state: 'abandoned', message: 'its resource template Deployment default/web was deleted' });
     expect(await stored(m, 'rb:default:hand')).toBeDefined();
     await runPacer(m.plane);
-    for (const { message } of m.evictions.takeAll()) {
+    for (const { message } of takeEvictions(m)) {
       m.clock.set(message.slot);
       expect(await executeEviction(m.plane, message)).toBe('evicted');
     }

@@ -5,7 +5,7 @@ import { runPacer } from '../../shared/controllers/pacer';
 import type { EvictionMessage, TaintEvaluationMessage } from '../../shared/controllers/ports';
 import { evaluateCluster } from '../../shared/controllers/taintEvaluation';
 import { handleTaintManagerMessage } from '../../shared/controllers/taintManager';
-import type { MemoryPlane } from './memoryPlane';
+import { MemoryPlane, takeEvictions } from './memoryPlane';
 
 /** Applies objects as POST /api/apply does. */
 export async function applyTo(m: MemoryPlane, objects: unknown[]): Promise<void> {
@@ -19,7 +19,7 @@ export async function applyTo(m: MemoryPlane, objects: unknown[]): Promise<void>
 export async function second(m: MemoryPlane, queued: EvictionMessage[]): Promise<Array<{ message: EvictionMessage; outcome: WorkerOutcome }>> {
   const tick = m.clock.now().getTime();
   await runPacer(m.plane);
-  queued.push(...m.evictions.takeAll().map((s) => s.message));
+  queued.push(...takeEvictions(m).map((s) => s.message));
   queued.sort((a, b) => a.slot.localeCompare(b.slot));
   const results = [];
   while (queued.length > 0 && Date.parse(queued[0].slot) < tick + 1000) {

@@ -3,6 +3,7 @@ import { loadConfig } from '../../shared/config';
 import type {
   ApplicationFailoverMessage,
   ControlPlane,
+  EvictionBatch,
   EvictionMessage,
   FleetSummary,
   SchedulerMessage,
@@ -19,6 +20,7 @@ import {
   TemplateRecord,
 } from '../../shared/controllers/records';
 import { MemoryDocumentStore, MemoryEventLog, MemoryLedger, MemoryMessageQueue } from '../../shared/store/memory';
+import type { SentMessage } from '../../shared/store/memory/messageQueue';
 import { silentLogger } from '../../shared/telemetry/log';
 import { FailoverMetrics } from '../../shared/telemetry/metrics';
 
@@ -37,7 +39,7 @@ export function memoryPlane(settings: Record<string, string> = {}, start = '2026
     ledger: new MemoryLedger(),
     evaluations: new MemoryMessageQueue<TaintEvaluationMessage>(now),
     taintManager: new MemoryMessageQueue<TaintManagerMessage>(now),
-    evictions: new MemoryMessageQueue<EvictionMessage>(now),
+    evictions: new MemoryMessageQueue<EvictionBatch>(now),
     scheduler: new MemoryMessageQueue<SchedulerMessage>(now),
     applicationFailover: new MemoryMessageQueue<ApplicationFailoverMessage>(now),
   };
@@ -52,3 +54,11 @@ export function memoryPlane(settings: Record<string, string> = {}, start = '2026
 }
 
 export type MemoryPlane = ReturnType<typeof memoryPlane>;
+
+/**
+ * Takes every message from the eviction queue, one entry per eviction it carries (a message carries the
+ * evictions whose slots are less than a second apart), as a test runs them one by one.
+ */
+export function takeEvictions(m: Pick<MemoryPlane, 'evictions'>): Array<SentMessage<EvictionMessage>> {
+  return m.evictions.takeAll().flatMap((sent) => sent.message.evictions.map((message) => ({ ...sent, message })));
+}

@@ -6,7 +6,7 @@ import { applyBinding } from '../../shared/controllers/bindings';
 import { applyCluster } from '../../shared/controllers/clusters';
 import { executeEviction } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
-import type { ControlPlane, EvictionMessage } from '../../shared/controllers/ports';
+import type { ControlPlane, EvictionBatch, EvictionMessage } from '../../shared/controllers/ports';
 import { writeBinding } from '../../shared/controllers/state/bindingWrites';
 import { manageCluster, resyncTaintManager } from '../../shared/controllers/taintManager';
 import { decodeMessage } from '../../shared/queue/encoding';
@@ -54,10 +54,10 @@ async function metricPoints() {
 
 async function drainEvictions(): Promise<EvictionMessage[]> {
   const received = await env.storage.queue(QUEUES.evictions).receiveMessages({ numberOfMessages: 32 });
-  return received.receivedMessageItems.map((m) => {
+  return received.receivedMessageItems.flatMap((m) => {
     const decoded = decodeMessage(m.messageText);
     if (!decoded.ok) throw new Error(decoded.reason);
-    return decoded.value as EvictionMessage;
+    return (decoded.value as EvictionBatch).evictions;
   });
 }
 

@@ -5,7 +5,7 @@ import { applyBinding } from '../../shared/controllers/bindings';
 import { applyCluster } from '../../shared/controllers/clusters';
 import { executeEviction, repairInFlight } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
-import type { EvictionMessage } from '../../shared/controllers/ports';
+import type { EvictionBatch } from '../../shared/controllers/ports';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { decodeMessage } from '../../shared/queue/encoding';
 import { QUEUES } from '../../shared/queue/storageQueue';
@@ -55,7 +55,7 @@ describe('a lost answer, retried', () => {
     await manageCluster(plane, 'c1');
     await runPacer(plane);
     const received = await env.storage.queue(QUEUES.evictions).receiveMessages({ numberOfMessages: 32 });
-    const messages = received.receivedMessageItems.map((m) => (decodeMessage(m.messageText) as { ok: true; value: EvictionMessage }).value);
+    const messages = received.receivedMessageItems.flatMap((m) => (decodeMessage(m.messageText) as { ok: true; value: EvictionBatch }).value.evictions);
     expect(messages).toHaveLength(1);
     clock.advance(5000);
     const replace = plane.bindings.replace.bind(plane.bindings);
@@ -89,7 +89,7 @@ describe('a lost answer, retried', () => {
       clock.advance(15_000);
       expect(await repairInFlight(plane)).toMatchObject({ requeued: 1 });
       const received = await own.storage.queue(QUEUES.evictions).receiveMessages({ numberOfMessages: 32 });
-      const message = (decodeMessage(received.receivedMessageItems[0].messageText) as { ok: true; value: EvictionMessage }).value;
+      const [message] = (decodeMessage(received.receivedMessageItems[0].messageText) as { ok: true; value: EvictionBatch }).value.evictions;
       // The dead worker's message comes back: it must not evict now, outside the pacing.
       expect(await executeEviction(plane, message)).toBe('duplicate');
       expect((await plane.ledger.getEviction('c1', 'rb:default:late'))?.record.state).toBe('pending');
