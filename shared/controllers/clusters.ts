@@ -1,11 +1,17 @@
 import { ApiError, badRequest, notFound } from '../api/errors';
 import type { ClusterInput, StatusReport } from '../api/resources';
-import { CLUSTER_STATUS_UNKNOWN_REASON, heartbeatVerdict, mergeConditions } from '../failover/conditions';
+import {
+  CLUSTER_STATUS_UNKNOWN_REASON,
+  heartbeatFreshnessSeconds,
+  heartbeatVerdict,
+  heartbeatWrite,
+  mergeConditions,
+  monitorGraceSeconds,
+} from '../failover/conditions';
 import { ClusterTaint, taintId } from '../failover/model';
 import type { EventRecord } from '../store/ports';
 import type { ControlPlane } from './ports';
 import { ClusterRecord, newClusterRecord } from './records';
-import { RecentCache } from './state/cache';
 import { ClusterUpdate, updateCluster } from './state/clusterWrites';
 import type { ApplyAction } from './state/derivation';
 import { clusterEvent } from './state/events';
@@ -13,14 +19,53 @@ import { forgetFleet, loadTaintPolicies, noteFleetChange } from './state/reads';
 import { clusterResource } from './views';
 
 /**
- * A report that changes nothing but the heartbeat is written at most this often per cluster, so a fleet
- * reporting many times a second does not cost a Table write per report. The monitor allows for it: a
- * silent cluster turns Unknown after the grace period plus this, never before.
+ * What this process last stored or read per cluster, and the newest report it accepted (which a coalesced
+ * report leaves unstored): an unchanged heartbeat is checked against it and costs no storage request while
+ * the stored heartbeat is fresh; a replay of any report it accepted is refused. Per control plane (tests
+ * build several); bounded, like the derived keys (a cleared map costs one read per cluster).
  */
-export const HEARTBEAT_COALESCE_SECONDS = 2;
+interface Seen {
+  record: ClusterRecord;
+  etag?: string;
+  /** The newest signed report accepted here: its time and every signature accepted at that second. */
+  signed?: { signedAt: number; signatures: string[] };
+  /** The newest observedAt accepted here. */
+  observedAt?: string;
+}
+const seenReports = new WeakMap<object, Map<string, Seen>>();
+const MAX_SEEN_CLUSTERS = 100_000;
 
-/** What this process last stored or read per cluster, so a heartbeat that changes nothing costs no request. */
-const recentReports = new RecentCache<{ record: ClusterRecord; etag?: string }>(1000);
+function seenOf(plane: ControlPlane): Map<string, Seen> {
+  let seen = seenReports.get(plane);
+  if (!seen) seenReports.set(plane, (seen = new Map<string, Seen>()));
+  return seen;
+}
+
+/** Forgets what this process knows of a cluster's reports (it was deleted here). */
+function forgetReports(plane: ControlPlane, name: string): void {
+  seenReports.get(plane)?.delete(name);
+}
+
+/**
+ * The heartbeat freshness window of this configuration, in seconds: a report that changes no condition is
+ * written at most this often per cluster, and the monitor waits the grace period plus this.
+ */
+export function heartbeatFreshness(config: ControlPlane['config']): number {
+  const windows = [config.clusterMonitorGracePeriodSeconds];
+  // The probes read lastReportAt too ("a push within the failure threshold speaks for the cluster").
+  if (config.memberKubeconfigs) windows.push(config.probes.failureThresholdSeconds);
+  return heartbeatFreshnessSeconds(...windows);
+}
+
+/** The newer of two signed-report marks (the stored one and this process's). */
+function newestSigned(stored: ClusterRecord | undefined, seen: Seen['signed']): Seen['signed'] {
+  const fromStore =
+    stored?.lastSignedAt !== undefined ? { signedAt: stored.lastSignedAt, signatures: stored.lastSignature ? [stored.lastSignature] : [] } : undefined;
+  if (!seen) return fromStore;
+  if (!fromStore || seen.signedAt > fromStore.signedAt) return seen;
+  if (fromStore.signedAt > seen.signedAt) return fromStore;
+  return { signedAt: seen.signedAt, signatures: [...new Set([...seen.signatures, ...fromStore.signatures])] };
+}
 
 /** How far in the future a reporter's `observedAt` may be (clock skew) before the report is refused. */
 export const MAX_FUTURE_SKEW_SECONDS = 60;
@@ -103,28 +148,47 @@ export async function reportClusterStatus(
     observedAt = new Date(Math.min(observed.getTime(), received.getTime())).toISOString();
   }
   let transitioned: string[] = [];
-  // What the report means for `current`, without changing it (the cache below checks against a shared copy).
+  const freshness = heartbeatFreshness(plane.config);
+  const seenHere = seenOf(plane);
+  // What the report means for `current`, without changing it (the coalescing below checks against this process's copy).
   const assess = (current: ClusterRecord | undefined, now: Date): { coalesced: true } | { merged: ReturnType<typeof mergeConditions> } => {
     if (!current && (options.registerUnknown === false || !plane.config.autoRegisterClusters)) {
       throw notFound(`cluster "${name}" is not registered; apply a Cluster first (AUTO_REGISTER_CLUSTERS is false)`);
     }
-    // Replay protection: a signed report older than the newest applied one, or the same one again, is refused.
-    if (
-      signed &&
-      current?.lastSignedAt !== undefined &&
-      (signed.signedAt < current.lastSignedAt || (signed.signedAt === current.lastSignedAt && signed.signature === current.lastSignature))
-    ) {
+    const seen = seenHere.get(name);
+    // Replay protection: a signed report older than the newest accepted one (stored, or accepted by this
+    // process and coalesced), or the same one again, is refused.
+    const newest = signed ? newestSigned(current, seen?.signed) : undefined;
+    if (signed && newest && (signed.signedAt < newest.signedAt || (signed.signedAt === newest.signedAt && newest.signatures.includes(signed.signature)))) {
       throw new ApiError(409, 'this signed report is older than (or the same as) the newest report already applied for this cluster; nothing changed');
     }
-    if (current?.lastObservedAt && observedAt < current.lastObservedAt) {
-      throw new ApiError(409, `report observed at ${observedAt} is older than the newest report already applied (${current.lastObservedAt}); nothing changed`);
+    const lastObservedAt = [current?.lastObservedAt, seen?.observedAt]
+      .filter((x): x is string => !!x)
+      .sort()
+      .pop();
+    if (lastObservedAt && observedAt < lastObservedAt) {
+      throw new ApiError(409, `report observed at ${observedAt} is older than the newest report already applied (${lastObservedAt}); nothing changed`);
     }
     const merged = mergeConditions(current?.conditions ?? [], report.conditions, observedAt);
-    const onlyHeartbeat = current && JSON.stringify(merged.conditions) === JSON.stringify(current.conditions);
-    if (onlyHeartbeat && current.lastReportAt && now.getTime() - Date.parse(current.lastReportAt) < HEARTBEAT_COALESCE_SECONDS * 1000) {
-      return { coalesced: true };
-    }
+    const conditionsChanged = !current || JSON.stringify(merged.conditions) !== JSON.stringify(current.conditions);
+    if (current && heartbeatWrite({ conditionsChanged, lastReportAt: current.lastReportAt }, now, freshness) === 'fresh') return { coalesced: true };
     return { merged };
+  };
+  /** Notes an accepted report in this process's memory (a coalesced one is stored by a later write). */
+  const accepted = (record: ClusterRecord, etag: string | undefined) => {
+    const before = seenHere.get(name);
+    let mark = before?.signed;
+    if (signed) {
+      if (!mark || signed.signedAt > mark.signedAt) mark = { signedAt: signed.signedAt, signatures: [signed.signature] };
+      else if (signed.signedAt === mark.signedAt) mark = { signedAt: mark.signedAt, signatures: [...mark.signatures, signed.signature] };
+    }
+    if (!before && seenHere.size >= MAX_SEEN_CLUSTERS) seenHere.clear();
+    seenHere.set(name, {
+      record,
+      etag,
+      ...(mark ? { signed: mark } : {}),
+      observedAt: before?.observedAt && before.observedAt > observedAt ? before.observedAt : observedAt,
+    });
   };
   const applyReport = (current: ClusterRecord | undefined, now: Date): ClusterUpdate<undefined> | { unchanged: undefined } => {
     const verdict = assess(current, now);
@@ -149,14 +213,19 @@ export async function reportClusterStatus(
     }
     return { record, result: undefined, events };
   };
-  // A heartbeat that changes nothing, checked against what this process stored or read within the last
-  // second, costs no storage request at all. Anything else is decided again on a fresh read.
-  const recent = recentReports.peek(plane, name);
+  // A heartbeat that changes nothing, checked against what this process last stored or read for the
+  // cluster, costs no storage request while the stored heartbeat is fresh (heartbeatWrite). Anything else is
+  // decided again on a fresh read: a host that has not seen the cluster reads it once, then coalesces.
+  const recent = seenHere.get(name);
   if (recent && 'coalesced' in assess(recent.record, plane.clock.now())) {
+    accepted(recent.record, recent.etag);
     return { record: recent.record, etag: recent.etag, transitioned: [] };
   }
-  const outcome = await updateCluster(plane, name, applyReport);
-  if (outcome.record) recentReports.set(plane, { record: outcome.record, etag: outcome.etag }, name);
+  // A due heartbeat is written on the version this process holds, with no read first (a stale one fails
+  // its ETag and is decided again on a fresh read).
+  const listed = recent?.etag ? { value: recent.record, etag: recent.etag } : undefined;
+  const outcome = await updateCluster(plane, name, applyReport, undefined, listed);
+  if (outcome.record) accepted(outcome.record, outcome.etag);
   return { record: outcome.record!, etag: outcome.etag, transitioned };
 }
 
@@ -168,6 +237,8 @@ export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<str
   // Karmada mode: Karmada's cluster controller watches the leases and marks Ready Unknown itself.
   if (plane.karmada) return [];
   const grace = plane.config.clusterMonitorGracePeriodSeconds;
+  // A coalesced heartbeat leaves lastReportAt up to the freshness window behind the last report.
+  const monitorGrace = monitorGraceSeconds(grace, heartbeatFreshness(plane.config));
   const startupGrace = plane.config.clusterStartupGracePeriodSeconds;
   const now = plane.clock.now();
   const clusters = await plane.clusters.list();
@@ -177,7 +248,7 @@ export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<str
     const verdict = heartbeatVerdict(
       { lastReportAt: value.lastReportAt, registeredAt: value.createdAt, readyCondition: value.conditions.find((c) => c.type === 'Ready') },
       now,
-      grace + HEARTBEAT_COALESCE_SECONDS,
+      monitorGrace,
       startupGrace,
     );
     return verdict.expired && !verdict.alreadyUnknown;
@@ -194,7 +265,7 @@ export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<str
         const verdict = heartbeatVerdict(
           { lastReportAt: current.lastReportAt, registeredAt: current.createdAt, readyCondition: current.conditions.find((c) => c.type === 'Ready') },
           at,
-          grace + HEARTBEAT_COALESCE_SECONDS,
+          monitorGrace,
           startupGrace,
         );
         if (!verdict.expired || verdict.alreadyUnknown) return { unchanged: false };
@@ -226,6 +297,7 @@ export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<str
 
 export async function deleteCluster(plane: ControlPlane, name: string): Promise<boolean> {
   const deleted = await plane.clusters.delete(name);
+  forgetReports(plane, name);
   if (deleted) {
     forgetFleet(plane);
     await noteFleetChange(plane, name, { deleted: true, faulty: false });

@@ -76,3 +76,38 @@ export function heartbeatVerdict(
   const alreadyUnknown = input.readyCondition?.status === 'Unknown' && input.readyCondition.reason === CLUSTER_STATUS_UNKNOWN_REASON;
   return { expired: now.getTime() >= deadline.getTime(), alreadyUnknown, deadline, silentSince };
 }
+
+/** The freshness window's bounds: never written more often than every 2 s, nor less often than every 30 s. */
+export const HEARTBEAT_FRESHNESS_MIN_SECONDS = 2;
+export const HEARTBEAT_FRESHNESS_MAX_SECONDS = 30;
+
+/**
+ * How long a stored heartbeat stays fresh: a report that changes no condition is not written while the stored
+ * `lastReportAt` is younger than this. A quarter of the shortest window that reads `lastReportAt` (the
+ * monitor's grace period; the probes' failure threshold when probes run), within 2–30 s: Karmada renews a
+ * cluster lease every quarter of its duration (cluster-lease-renew-interval-fraction 0.25). Whole seconds.
+ */
+export function heartbeatFreshnessSeconds(...windowsSeconds: number[]): number {
+  const quarter = Math.floor(Math.min(...windowsSeconds) / 4);
+  return Math.min(HEARTBEAT_FRESHNESS_MAX_SECONDS, Math.max(HEARTBEAT_FRESHNESS_MIN_SECONDS, quarter));
+}
+
+export type HeartbeatWrite = 'write' | 'fresh';
+
+/**
+ * Whether a report must be stored: always when it changes a condition (or the cluster was never stored or
+ * never reported), otherwise only once the stored heartbeat is `freshnessSeconds` old. A coalesced report
+ * leaves `lastReportAt` at most `freshnessSeconds` behind the cluster's last report, so the monitor waits the
+ * grace period plus that (`monitorGraceSeconds`) and never marks a reporting cluster.
+ */
+export function heartbeatWrite(input: { conditionsChanged: boolean; lastReportAt?: string }, now: Date, freshnessSeconds: number): HeartbeatWrite {
+  if (input.conditionsChanged || !input.lastReportAt) return 'write';
+  const age = now.getTime() - Date.parse(input.lastReportAt);
+  // A stored heartbeat from the future (another host's clock ahead) counts as fresh only within the window.
+  return Math.abs(age) < freshnessSeconds * 1000 ? 'fresh' : 'write';
+}
+
+/** The silence the monitor allows before Ready=Unknown: the grace period plus the freshness window. */
+export function monitorGraceSeconds(gracePeriodSeconds: number, freshnessSeconds: number): number {
+  return gracePeriodSeconds + freshnessSeconds;
+}

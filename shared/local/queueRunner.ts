@@ -10,7 +10,7 @@ import type { HostLifecycle } from './lifecycle';
 /**
  * The local host's Storage queue triggers, with the Functions host's semantics and host.json settings:
  * base64 messages, `batchSize` and `newBatchThreshold`, randomized exponential back-off up to
- * `maxPollingInterval` between empty polls, `visibilityTimeout` before a failed message is retried,
+ * `maxPollingInterval` between empty polls (nextPollDelay), `visibilityTimeout` before a failed message is retried,
  * `maxDequeueCount` then `<queue>-poison`. A message that is not valid base64 goes straight to poison.
  */
 
@@ -26,6 +26,29 @@ export interface QueueRunnerOptions {
 
 // The Functions host holds a dequeued message for 10 minutes while the function runs, renewing it.
 const QUEUE_HOLD_SECONDS = 600;
+
+/** The wait before the next poll after an empty one, and how far the back-off has gone. */
+export interface PollBackoff {
+  delayMs: number;
+  exponent: number;
+}
+
+const MIN_POLL_INTERVAL_MS = 100;
+const RANDOMIZATION = 0.2;
+
+/**
+ * The Functions host's randomized exponential back-off between empty polls (WebJobs'
+ * RandomizedExponentialBackoffStrategy, minimum and delta 100 ms): 100 ms, then 100 ms + (2^(n-1) × 100 ms
+ * ± 20 %), until that reaches maxPollingInterval; from then on exactly maxPollingInterval, with no jitter, so
+ * an idle queue costs one poll per maxPollingInterval, as in Azure. A message resets it (`previous` undefined).
+ */
+export function nextPollDelay(previous: PollBackoff | undefined, maxPollingIntervalMs: number, random: () => number = Math.random): PollBackoff {
+  if (!previous) return { delayMs: Math.min(MIN_POLL_INTERVAL_MS, maxPollingIntervalMs), exponent: 1 };
+  if (previous.delayMs >= maxPollingIntervalMs) return previous;
+  const factor = 1 - RANDOMIZATION + random() * 2 * RANDOMIZATION;
+  const delayMs = MIN_POLL_INTERVAL_MS + factor * 2 ** (previous.exponent - 1) * MIN_POLL_INTERVAL_MS;
+  return delayMs < maxPollingIntervalMs ? { delayMs, exponent: previous.exponent + 1 } : { delayMs: maxPollingIntervalMs, exponent: previous.exponent };
+}
 
 type Message = { messageId: string; popReceipt: string; messageText: string; dequeueCount: number; insertedOn: Date; expiresOn: Date; nextVisibleOn: Date };
 
@@ -44,7 +67,7 @@ export class QueueRunner {
     const poison = queueName.endsWith('-poison') ? undefined : this.options.queue(`${queueName}-poison`);
     const { batchSize, newBatchThreshold, maxPollingIntervalMs } = this.options.settings;
     const mine = new Set<Promise<void>>();
-    let backoff = 0;
+    let backoff: PollBackoff | undefined;
     while (!lifecycle.stopping) {
       // Fetch another batch only when in-flight work has dropped to newBatchThreshold, as the host does.
       while (mine.size > newBatchThreshold && !lifecycle.stopping) await Promise.race(mine);
@@ -58,12 +81,11 @@ export class QueueRunner {
       }
       const messages = received?.receivedMessageItems ?? [];
       if (messages.length === 0) {
-        // Randomized exponential back-off between empty polls, from 100 ms up to maxPollingInterval.
-        backoff = Math.min(maxPollingIntervalMs, backoff === 0 ? 100 : backoff * 2);
-        if (!(await lifecycle.sleep(backoff / 2 + Math.random() * (backoff / 2)))) break;
+        backoff = nextPollDelay(backoff, maxPollingIntervalMs);
+        if (!(await lifecycle.sleep(backoff.delayMs))) break;
         continue;
       }
-      backoff = 0;
+      backoff = undefined;
       for (const message of messages) {
         const work = lifecycle.track(this.process(fn, client, poison, message));
         mine.add(work);

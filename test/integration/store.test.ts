@@ -120,7 +120,7 @@ describe('two hosts evaluating the same cluster', () => {
 });
 
 describe('heartbeat coalescing', () => {
-  it('writes an unchanged report at most once per 2 s, and a change at once', async () => {
+  it('writes an unchanged report at most once per freshness window (10 s at the default grace period), and a change at once', async () => {
     const clock = new ManualClock('2026-04-01T00:00:00.000Z');
     const plane = createControlPlane(env.storage, loadConfig({}), { clock, log: silentLogger });
     const ready = (status: 'True' | 'False') => ({ conditions: [{ type: 'Ready', status }] as Array<{ type: string; status: 'True' | 'False' }> });
@@ -129,11 +129,14 @@ describe('heartbeat coalescing', () => {
     clock.advance(500);
     await reportClusterStatus(plane, 'beat1', ready('True'));
     expect((await plane.clusters.get('beat1'))!.etag).toBe(first.etag);
-    clock.advance(1600);
+    clock.advance(9000);
+    await reportClusterStatus(plane, 'beat1', ready('True'));
+    expect((await plane.clusters.get('beat1'))!.etag).toBe(first.etag);
+    clock.advance(600);
     await reportClusterStatus(plane, 'beat1', ready('True'));
     const second = (await plane.clusters.get('beat1'))!;
     expect(second.etag).not.toBe(first.etag);
-    expect(second.value.lastReportAt).toBe('2026-04-01T00:00:02.100Z');
+    expect(second.value.lastReportAt).toBe('2026-04-01T00:00:10.100Z');
     clock.advance(100);
     await reportClusterStatus(plane, 'beat1', ready('False'));
     expect((await plane.clusters.get('beat1'))!.value.conditions[0].status).toBe('False');
