@@ -56,7 +56,7 @@ describe('binding flags', () => {
     expect(bindingFlags(record)).toMatchObject(expected);
   });
 
-  it('a timer lists every binding on its first run and every twentieth, and otherwise asks for the flagged ones only', async () => {
+  it('a timer lists every binding on its first run and then once an hour, and otherwise asks for the flagged ones only', async () => {
     const m = memoryPlane();
     await applyObjects(m.plane, decodeApplyDocuments([cluster('a'), ...Array.from({ length: 5 }, (_, i) => binding(`w${i}`, ['a']))]));
     const list = vi.spyOn(m.plane.bindings, 'list');
@@ -64,11 +64,18 @@ describe('binding flags', () => {
     await bindingsNeeding(m.plane, 'needsSweep');
     expect(list).toHaveBeenCalledTimes(1);
     list.mockClear();
-    for (let run = 2; run <= 20; run++) await bindingsNeeding(m.plane, 'needsSweep');
-    expect(flagged).toHaveBeenCalledTimes(19);
+    // A timer every 10 s for most of an hour: flagged queries only.
+    for (let run = 2; run <= 359; run++) {
+      m.clock.advance(10_000);
+      await bindingsNeeding(m.plane, 'needsSweep');
+    }
+    expect(flagged).toHaveBeenCalledTimes(358);
     // listFlagged of the memory adapter lists internally; the timer itself made no full listing.
     expect(list.mock.calls.length).toBe(flagged.mock.calls.length);
+    // An hour after the first: a full listing again.
+    m.clock.advance(20_000);
     await bindingsNeeding(m.plane, 'needsSweep');
-    expect(flagged).toHaveBeenCalledTimes(19);
+    expect(flagged).toHaveBeenCalledTimes(358);
+    expect(list.mock.calls.length).toBe(359);
   });
 });

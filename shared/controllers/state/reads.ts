@@ -182,20 +182,23 @@ export function rememberPacerState(plane: ControlPlane, state: PacerState): void
   pacerStateCache.set(plane, state);
 }
 
-/** Every this many runs (and at a process's first), a timer lists every binding instead of its flag's few. */
-const FULL_SCAN_EVERY = 20;
-const scanRuns = new WeakMap<object, Map<BindingFlag, number>>();
-
 /**
- * The bindings a timer has work for: those whose flag is set, one query that returns only them. The
- * process's first run and every twentieth list them all instead and filter, the safety net for a flag
- * written by an older version (or not at all).
+ * At a process's first run and then once an hour, a timer lists every binding instead of its flag's few:
+ * the safety net for a flag written by an older version (or not at all). By time, not by run count, so the
+ * rows an idle fleet reads do not grow with the number of bindings times the timers' frequency.
  */
+export const FULL_SCAN_INTERVAL_MS = 3600_000;
+const lastFullScans = new WeakMap<object, Map<BindingFlag, number>>();
+
+/** The bindings a timer has work for: those whose flag is set, one query that returns only them. */
 export async function bindingsNeeding(plane: ControlPlane, flag: BindingFlag): Promise<Array<Versioned<BindingRecord> & { id: string }>> {
-  let runs = scanRuns.get(plane);
-  if (!runs) scanRuns.set(plane, (runs = new Map<BindingFlag, number>()));
-  const run = runs.get(flag) ?? 0;
-  runs.set(flag, run + 1);
-  if (run % FULL_SCAN_EVERY === 0) return (await plane.bindings.list()).filter((entry) => bindingFlags(entry.value)[flag]);
+  let scans = lastFullScans.get(plane);
+  if (!scans) lastFullScans.set(plane, (scans = new Map<BindingFlag, number>()));
+  const now = plane.clock.now().getTime();
+  const last = scans.get(flag);
+  if (last === undefined || now - last >= FULL_SCAN_INTERVAL_MS) {
+    scans.set(flag, now);
+    return (await plane.bindings.list()).filter((entry) => bindingFlags(entry.value)[flag]);
+  }
   return plane.bindings.listFlagged(flag);
 }
