@@ -1,6 +1,7 @@
 import { ACTIVE_STATES, bindingKey, EvictionRecord, EvictionState, parseBindingKey, pendingEviction } from '../failover/bindingModel';
 import { DRAIN_REASON } from '../failover/drain';
 import { decideEviction, isFaultyTaint } from '../failover/evictionDecision';
+import { shardOf } from '../store/ledgerTable';
 import type { VersionedEviction } from '../store/ports';
 import { queueNameOf } from '../telemetry/metrics';
 import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
@@ -182,6 +183,7 @@ export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned
     if (!faulty.has(cluster)) abandoned += (await manageCluster(plane, cluster)).abandoned;
   }
   const retried = await retryBlocked(plane);
+  await restoreDueEntries(plane, active);
   const depth: Record<string, number> = {};
   const byKind = new Map<string, { cluster: string; resourceKind: string; count: number }>();
   for (const { record } of active) {
@@ -192,6 +194,29 @@ export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned
   }
   plane.metrics.setLedger({ depth, byKind: [...byKind.values()] });
   return { planned, abandoned, retried };
+}
+
+/** A pending row this long past its due time should have been read by the pacer (it looks 4.5 s ahead every second). */
+const OVERDUE_MS = 10_000;
+
+/**
+ * Every pending row has a due entry, the pacer's way to it. A pacer that found a due group exhausted deletes
+ * its entry; a row put back in line (the repair) or decided (the taint manager) with the same due time just
+ * before that delete loses its entry, and would wait for ever. The resync gives an overdue pending row
+ * without an entry a new one (an upsert: harmless when it has one).
+ */
+async function restoreDueEntries(plane: ControlPlane, active: VersionedEviction[]): Promise<void> {
+  const now = plane.clock.now().getTime();
+  const overdue = active.filter(({ record }) => record.state === 'pending' && Date.parse(record.dueAt) < now - OVERDUE_MS);
+  if (overdue.length === 0) return;
+  const indexed = new Set((await plane.ledger.listDue(new Date(now).toISOString(), 100_000)).map((group) => `${group.dueAt}|${group.cluster}|${group.shard}`));
+  const lost = overdue.filter(({ record }) => !indexed.has(`${record.dueAt}|${record.cluster}|${shardOf(record.bindingKey)}`));
+  if (lost.length === 0) return;
+  await plane.ledger.addDue(lost.map(({ record }) => record));
+  plane.log.warn('due entries restored for pending evictions the pacer could not find', {
+    count: lost.length,
+    clusters: [...new Set(lost.map((r) => r.record.cluster))],
+  });
 }
 
 /** A taint-manager message: plan or abandon the cluster; a change of taints also retries blocked rows (the fleet changed). */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { executeEviction, executeEvictionBatch, WorkerOutcome } from '../../shared/controllers/evictionWorker';
 import { MAX_EVICTIONS_PER_MESSAGE, runPacer, setPaused } from '../../shared/controllers/pacer';
 import type { EvictionMessage } from '../../shared/controllers/ports';
-import { manageCluster } from '../../shared/controllers/taintManager';
+import { manageCluster, resyncTaintManager } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
 import { applyTo, second } from '../helpers/memoryLoop';
 import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane';
@@ -197,5 +197,22 @@ describe('eviction messages', () => {
     expect((await rowsOf(m, 'm1')).map((r) => r.state).sort()).toEqual(['done', 'done', 'scheduled']);
     // The redelivery settles the rest; the ones already done are duplicates.
     expect((await executeEvictionBatch(m.plane, sent.message)).sort()).toEqual(['duplicate', 'duplicate', 'evicted']);
+  });
+});
+
+describe('due entries', () => {
+  it('a pending row whose due entry a pacer deleted (the race with a row put back in line) is found again by the resync', async () => {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '10' });
+    await fleet(m, [cluster('m1', true), cluster('m2'), binding('web', ['m1'])]);
+    await manageCluster(m.plane, 'm1');
+    // The due entry goes (as a stale pacer's delete would take it): the pacer no longer sees the row.
+    await m.ledger.deleteDue(await m.ledger.listDue('9999', 100));
+    expect((await runPacer(m.plane)).scheduled).toBe(0);
+    m.clock.advance(11_000);
+    await resyncTaintManager(m.plane);
+    const queued: EvictionMessage[] = [];
+    const ran = [];
+    for (let tick = 0; tick < 5 && ran.length === 0; tick++) ran.push(...(await second(m, queued)));
+    expect(ran.map((r) => r.outcome)).toEqual(['evicted']);
   });
 });
