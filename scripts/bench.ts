@@ -20,6 +20,8 @@ import { silentLogger } from '../shared/telemetry/log';
 import { startTestStorage } from '../test/helpers/azurite';
 import { achievedRate, applyObjects, binding, cluster, LedgerItem } from '../test/helpers/fleet';
 import { api, HostProcess, startHostProcess } from '../test/helpers/hostProcess';
+import { applyBench } from './benchApply';
+import { idleBench } from './benchIdle';
 import { karmadaRun } from './benchKarmada';
 import { scaleRun } from './benchScale';
 import { consoleBundleSize, whatIfRun } from './benchWhatIf';
@@ -426,6 +428,7 @@ async function main() {
     console.log(JSON.stringify(await templatesRun(Number(process.argv[3] ?? 10_000))));
     return;
   }
+  if (process.argv[2] === 'idle') return void (await idleBench(process.argv.slice(3)));
   if (process.argv[2] === 'scale') {
     // 100 and 1,000 clusters at 10,000 bindings, then the target size (or the sizes given).
     const sizes: Array<[number, number]> = process.argv[3]
@@ -456,6 +459,7 @@ async function main() {
     if (bundle) console.log(`console bundle: ${bundle.bytes} bytes, ${bundle.gzipBytes} bytes gzip`);
     return;
   }
+  if (process.argv[2] === 'apply') return applyBench(ROOT, process.argv.slice(3).map(Number));
   if (process.argv[2] === 'karmada') {
     console.log(JSON.stringify(await karmadaRun(), null, 2));
     return;

@@ -3,7 +3,7 @@ import type { ClusterResourceBindingInput, ResourceBindingInput } from '../api/r
 import { bindingKey, BindingRef } from '../failover/bindingModel';
 import { isFaultyTaint } from '../failover/evictionDecision';
 import { POLICY_LABELS, type PropagationCandidate } from '../failover/propagation';
-import { keep, remove, write } from '../store/optimistic';
+import { keep, Mutation, remove, write } from '../store/optimistic';
 import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
 import { writeBinding } from './state/bindingWrites';
@@ -12,7 +12,7 @@ import { bindingEvent } from './state/events';
 import { loadPropagationPolicies } from './state/reads';
 import { bindingResource } from './views';
 
-type BindingInput = ResourceBindingInput | ClusterResourceBindingInput;
+export type BindingInput = ResourceBindingInput | ClusterResourceBindingInput;
 
 const userView = (record: BindingRecord) =>
   JSON.stringify({ labels: record.labels, annotations: record.annotations, spec: record.spec, inheritedFrom: record.inheritedFrom });
@@ -25,45 +25,67 @@ export function refOf(input: BindingInput): BindingRef {
 
 /** Apply a ResourceBinding or ClusterResourceBinding; spec replaces what was there, status is kept. */
 export async function applyBinding(plane: ControlPlane, input: BindingInput): Promise<ApplyAction> {
-  const ref = refOf(input);
-  const key = bindingKey(ref);
-  // The governing propagation policy fills in the placement and failover the binding leaves out.
-  const { activeEvictionHistory: _ignored, ...applied } = input.spec;
-  const governed = governedSpec({ namespace: ref.namespace, labels: input.metadata.labels ?? {} }, applied, await loadPropagationPolicies(plane));
-  const { result, record } = await writeBinding<ApplyAction>(plane, key, (current, now) => {
-    // Taken before `next` (the same object as `current` when it exists) is changed.
-    const before = current ? userView(current) : undefined;
-    const next: BindingRecord = current ?? {
-      ...ref,
-      uid: randomUUID(),
-      createdAt: now.toISOString(),
-      generation: 1,
-      rev: 0,
-      labels: {},
-      annotations: {},
-      spec: input.spec,
-      status: {},
-    };
-    next.labels = input.metadata.labels ?? {};
-    next.annotations = input.metadata.annotations ?? {};
-    // activeEvictionHistory is the control plane's record (seed 003: populated by the system): kept.
-    next.spec = current?.spec.activeEvictionHistory?.length ? { ...governed.spec, activeEvictionHistory: current.spec.activeEvictionHistory } : governed.spec;
-    if (governed.inheritedFrom) next.inheritedFrom = governed.inheritedFrom;
-    else delete next.inheritedFrom;
-    if (before === userView(next)) return keep('unchanged');
-    if (current) next.generation += 1;
-    // Clusters given in the applied spec are the placement (as a person or another scheduler decided it);
-    // a binding applied without clusters is placed by the scheduler.
-    if ((input.spec.clusters ?? []).length > 0) next.status = { ...next.status, schedulerObservedGeneration: next.generation };
-    return write(next, current ? 'configured' : 'created');
-  });
+  const key = bindingKey(refOf(input));
+  const governed = governedBinding(input, await loadPropagationPolicies(plane));
+  const { result, record } = await writeBinding<ApplyAction>(plane, key, (current, now) => appliedBinding(input, governed, current, now));
   if (result !== 'unchanged' && record) {
-    await plane.events.append([bindingEvent(record, plane.clock.now(), result === 'created' ? 'Created' : 'Configured', `binding ${result}`)]);
+    await plane.events.append([appliedEvent(plane, record, result)]);
     await notifyFaultyClusters(plane, record);
-    if (record.status.schedulerObservedGeneration !== record.generation) await plane.scheduler.send({ binding: key });
+    if (needsScheduling(record)) await plane.scheduler.send({ binding: key });
   }
   return result;
 }
+
+/** The spec an applied binding gets: the governing propagation policy fills in the placement and failover it leaves out. */
+export function governedBinding(input: BindingInput, policies: PropagationCandidate[]): ReturnType<typeof governedSpec> {
+  const { activeEvictionHistory: _ignored, ...applied } = input.spec;
+  return governedSpec({ namespace: refOf(input).namespace, labels: input.metadata.labels ?? {} }, applied, policies);
+}
+
+/**
+ * What applying `input` makes of the stored binding `current` (a copy it may change): the same decision
+ * for one binding (`applyBinding`) and for a request's many (`applyBindings`).
+ */
+export function appliedBinding(
+  input: BindingInput,
+  governed: ReturnType<typeof governedSpec>,
+  current: BindingRecord | undefined,
+  now: Date,
+): Mutation<BindingRecord, ApplyAction> {
+  const ref = refOf(input);
+  // Taken before `next` (the same object as `current` when it exists) is changed.
+  const before = current ? userView(current) : undefined;
+  const next: BindingRecord = current ?? {
+    ...ref,
+    uid: randomUUID(),
+    createdAt: now.toISOString(),
+    generation: 1,
+    rev: 0,
+    labels: {},
+    annotations: {},
+    spec: input.spec,
+    status: {},
+  };
+  next.labels = input.metadata.labels ?? {};
+  next.annotations = input.metadata.annotations ?? {};
+  // activeEvictionHistory is the control plane's record (seed 003: populated by the system): kept.
+  next.spec = current?.spec.activeEvictionHistory?.length ? { ...governed.spec, activeEvictionHistory: current.spec.activeEvictionHistory } : governed.spec;
+  if (governed.inheritedFrom) next.inheritedFrom = governed.inheritedFrom;
+  else delete next.inheritedFrom;
+  if (before === userView(next)) return keep('unchanged');
+  if (current) next.generation += 1;
+  // Clusters given in the applied spec are the placement (as a person or another scheduler decided it);
+  // a binding applied without clusters is placed by the scheduler.
+  if ((input.spec.clusters ?? []).length > 0) next.status = { ...next.status, schedulerObservedGeneration: next.generation };
+  return write(next, current ? 'configured' : 'created');
+}
+
+/** The event of an applied binding that was created or changed. */
+export const appliedEvent = (plane: ControlPlane, record: BindingRecord, result: ApplyAction) =>
+  bindingEvent(record, plane.clock.now(), result === 'created' ? 'Created' : 'Configured', `binding ${result}`);
+
+/** A binding whose generation the scheduler has not placed yet (applied without clusters). */
+export const needsScheduling = (record: BindingRecord) => record.status.schedulerObservedGeneration !== record.generation;
 
 /** A binding placed on a cluster that is already faulty is planned now, not at the next resync. */
 async function notifyFaultyClusters(plane: ControlPlane, record: BindingRecord): Promise<void> {

@@ -37,6 +37,19 @@ export interface BulkDocumentStore<T> extends DocumentStore<T> {
   upsertMany(entries: Array<{ id: string; value: T }>): Promise<void>;
 }
 
+/**
+ * A DocumentStore that can also write many documents conditionally, batched: an entry without an ETag is
+ * created (it must not exist), one with an ETag replaced at it. The new ETag per entry, or undefined for
+ * an entry that lost a race (someone else wrote it first): the caller decides that one again alone.
+ */
+export interface BatchDocumentStore<T> extends DocumentStore<T> {
+  writeMany(entries: Array<{ id: string; value: T; etag?: string }>): Promise<Array<string | undefined>>;
+}
+
+/** Whether a store writes batches (the Table and memory adapters do; Karmada's API server does not). */
+export const canWriteMany = <T>(store: DocumentStore<T>): store is BatchDocumentStore<T> =>
+  typeof (store as Partial<BatchDocumentStore<T>>).writeMany === 'function';
+
 /** Lost an optimistic-concurrency race: someone else wrote first. Retry from a fresh read. */
 export class ConcurrencyError extends Error {
   constructor(message: string) {

@@ -1,6 +1,18 @@
 import { odata, RestError, TableClient, TableServiceClient, TableTransaction, TransactionAction } from '@azure/data-tables';
+import { mapConcurrent } from '../concurrency';
+import { BATCH } from './ledger/keys';
 import { submit } from './ledger/transactions';
-import { BulkDocumentStore, ConcurrencyError, EventLog, EventQuery, EventRecord, FlaggedDocumentStore, LeaseStore, Versioned } from './ports';
+import {
+  BatchDocumentStore,
+  BulkDocumentStore,
+  ConcurrencyError,
+  EventLog,
+  EventQuery,
+  EventRecord,
+  FlaggedDocumentStore,
+  LeaseStore,
+  Versioned,
+} from './ports';
 
 /** Table names this app uses. Created at start by the local host and by the deployment templates. */
 export const TABLES = {
@@ -19,13 +31,17 @@ export const TABLES = {
 // A string property holds at most 32 Ki UTF-16 units; documents are split into chunks below that.
 const CHUNK = 30_000;
 const MAX_CHUNKS = 30;
+// A transaction's body may hold 4 MiB: documents are packed into transactions well below that.
+const TRANSACTION_BYTES = 3 * 1024 * 1024;
+/** Transactions of one `writeMany` in flight at once (all in one partition: more only queue at the service). */
+const TRANSACTION_CONCURRENCY = 4;
 
 function statusOf(error: unknown): number | undefined {
   return error instanceof RestError ? error.statusCode : (error as { statusCode?: number })?.statusCode;
 }
 
 /** JSON documents in one partition of a table; large documents are split over several properties. */
-export class TableDocumentStore<T, F extends string = never> implements BulkDocumentStore<T>, FlaggedDocumentStore<T, F> {
+export class TableDocumentStore<T, F extends string = never> implements BulkDocumentStore<T>, BatchDocumentStore<T>, FlaggedDocumentStore<T, F> {
   constructor(
     private readonly client: TableClient,
     private readonly partition: string,
@@ -106,6 +122,39 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
     );
   }
 
+  /**
+   * Creates (no etag) or replaces (at the etag) many documents, 100 to a transaction (at most 3 MiB of
+   * documents each), a few transactions at once. A transaction fails whole when one of its entries lost a
+   * race: then its entries are written one at a time, and only the ones that lose again are left out.
+   */
+  async writeMany(entries: Array<{ id: string; value: T; etag?: string }>): Promise<Array<string | undefined>> {
+    // Encoded first: a document too large to store fails the call before anything is written.
+    const actions = entries.map(({ id, value, etag }): TransactionAction => {
+      const entity = this.encode(id, value) as never;
+      return etag === undefined ? ['create', entity] : ['update', entity, 'Replace', { etag }];
+    });
+    const etags = new Array<string | undefined>(entries.length).fill(undefined);
+    await mapConcurrent(transactionsOf(actions), TRANSACTION_CONCURRENCY, async (indexes) => {
+      try {
+        const response = await this.client.submitTransaction(indexes.map((i) => actions[i]));
+        response.subResponses.forEach((sub, k) => (etags[indexes[k]] = String(sub.etag)));
+      } catch (error) {
+        const status = statusOf(error);
+        // 409: a created entry exists; 412: a replaced one changed; 404: a replaced one is gone.
+        if (status !== 409 && status !== 412 && status !== 404) throw error;
+        for (const i of indexes) {
+          const { id, value, etag } = entries[i];
+          try {
+            etags[i] = etag === undefined ? await this.create(id, value) : await this.replace(id, value, etag);
+          } catch (single) {
+            if (!(single instanceof ConcurrencyError)) throw single;
+          }
+        }
+      }
+    });
+    return etags;
+  }
+
   async delete(id: string, etag?: string): Promise<boolean> {
     try {
       await this.client.deleteEntity(this.partition, id, etag ? { etag } : undefined);
@@ -120,6 +169,28 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
       throw error;
     }
   }
+}
+
+/** Indexes of actions (one partition) cut into transactions: at most BATCH actions and TRANSACTION_BYTES of documents each. */
+function transactionsOf(actions: TransactionAction[]): number[][] {
+  const out: number[][] = [];
+  let current: number[] = [];
+  let bytes = 0;
+  actions.forEach((action, i) => {
+    const entity = action[1] as Record<string, unknown>;
+    const size = Object.keys(entity)
+      .filter((name) => name.startsWith('doc'))
+      .reduce((n, name) => n + Buffer.byteLength(String(entity[name])), 0);
+    if (current.length > 0 && (current.length >= BATCH || bytes + size > TRANSACTION_BYTES)) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(i);
+    bytes += size;
+  });
+  if (current.length > 0) out.push(current);
+  return out;
 }
 
 /**

@@ -76,3 +76,18 @@ export async function writeBinding<R>(
   if (kind !== 'keep') await Promise.all(left.map((cluster) => plane.ledger.removePlacement(cluster, key, removedRev)));
   return { result: outcome.result, record: written, etag: outcome.etag, previous };
 }
+
+/**
+ * For writers of many bindings at once (a bulk apply), the same index rules as `writeBinding`: the rows of
+ * `next` that are new or changed since `previous`, to write before the binding.
+ */
+export function placementsToWrite(previous: BindingRecord | undefined, next: BindingRecord): PlacementFacts[] {
+  const before = new Map((previous ? placementsOf(previous) : []).map((row) => [row.cluster, projection(row)]));
+  return placementsOf(next).filter((row) => before.get(row.cluster) !== projection(row));
+}
+
+/** The clusters `previous` was placed on and `next` is not: their rows go after the binding's write, as `writeBinding` removes them. */
+export function clustersLeft(previous: BindingRecord | undefined, next: BindingRecord): string[] {
+  const after = new Set((next.spec.clusters ?? []).map((c) => c.name));
+  return (previous?.spec.clusters ?? []).map((c) => c.name).filter((name) => !after.has(name));
+}

@@ -1,8 +1,8 @@
-import { ConcurrencyError, DocumentStore, FlaggedDocumentStore, Versioned } from '../ports';
+import { BatchDocumentStore, ConcurrencyError, DocumentStore, FlaggedDocumentStore, Versioned } from '../ports';
 import { checkKey, nextEtag } from './errors';
 import { BeforeWrite, FaultOptions, Faults } from './faults';
 
-export type DocumentMethod = keyof DocumentStore<unknown>;
+export type DocumentMethod = keyof DocumentStore<unknown> | 'writeMany';
 
 // The Table adapter's limit: 30 properties of 30,000 characters.
 const MAX_JSON = 30 * 30_000;
@@ -15,7 +15,7 @@ const MAX_JSON = 30 * 30_000;
  * JSON (undefined properties, Dates, class instances) comes back as it would from the Table.
  * `failNext` and `beforeWrite` make chosen calls fail (see `Faults`).
  */
-export class MemoryDocumentStore<T, F extends string = never> implements FlaggedDocumentStore<T, F> {
+export class MemoryDocumentStore<T, F extends string = never> implements FlaggedDocumentStore<T, F>, BatchDocumentStore<T> {
   private readonly docs = new Map<string, { json: string; etag: string }>();
   readonly faults = new Faults<DocumentMethod>();
   private readonly flags?: (value: T) => Record<F, boolean>;
@@ -71,6 +71,19 @@ export class MemoryDocumentStore<T, F extends string = never> implements Flagged
       const current = this.docs.get(id);
       if (!current || (etag !== '*' && etag !== current.etag)) throw new ConcurrencyError(`${id} changed since it was read`);
       return this.put(id, json);
+    });
+  }
+
+  /** As the Table adapter: each entry created or replaced at its ETag; undefined for one that lost a race. */
+  writeMany(entries: Array<{ id: string; value: T; etag?: string }>): Promise<Array<string | undefined>> {
+    return this.faults.run('writeMany', [entries], true, () => {
+      // Encoded first, as the Table adapter does: a document it would refuse fails the call with nothing written.
+      const encoded = entries.map(({ id, value }) => encode(id, value));
+      return entries.map(({ id, etag }, i) => {
+        const current = this.docs.get(id);
+        const lost = etag === undefined ? current !== undefined : !current || (etag !== '*' && etag !== current.etag);
+        return lost ? undefined : this.put(id, encoded[i]);
+      });
     });
   }
 
