@@ -135,6 +135,9 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
     source = await plane.clusters.get(record.cluster);
     if (performance.now() - asked <= SLOW_READ_MS) break;
   }
+  // The moment the taint was confirmed: the eviction's executedAt (the write follows within milliseconds;
+  // stamping it later would date a decision made before a recovery after it).
+  const confirmedAt = plane.clock.now();
   // A drain's row needs the cordon still there (an uncordon ends the drain); any other row a faulty taint.
   const stillDue = drain ? isCordoned(source?.value.taints ?? []) : (source?.value.taints.some(isFaultyTaint) ?? false);
   if (!stillDue) {
@@ -186,7 +189,7 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   // decision's mark, in one ETag-guarded write. Its placement row goes with the ledger commit below. In the
   // same write the binding is placed again (the scheduler's rule) and a task whose old copy may go at once
   // (purge mode Directly) is dropped (the sweep's rule): one binding write per eviction, not three.
-  const executedAt = now.toISOString();
+  const executedAt = confirmedAt.toISOString();
   let missedRules: MissedRule[] = [];
   let landedAt: string | undefined;
   let followUps: EventRecord[] = [];

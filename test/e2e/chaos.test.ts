@@ -1,4 +1,3 @@
-// Not yet run by npm test: passed 3 of 4 runs after the fixes of session 4; rename to chaos.test.ts once the remaining race is found.
 import { expect, it } from 'vitest';
 import { formatReport, runChaos } from '../helpers/chaos';
 
@@ -25,10 +24,12 @@ it('keeps every invariant under storage faults and host kills', async () => {
     faultRates: { resetRequest: 0.01, resetResponse: 0.02, stall: 0.005, delay: 0.05 },
     stallMs: [2000, 4000],
     delayMs: [50, 600],
-    phaseTimeoutMs: 40_000,
+    // Liveness under a kill every 3-6 s: a message held by a killed host waits for the repair (10 s after its
+    // slot), and its new message may be lost again; 60 s per phase leaves room for that on a loaded machine.
+    phaseTimeoutMs: 60_000,
     awaitPlacement: false,
     progress: process.env.CHAOS_VERBOSE ? (line) => console.log(line) : undefined,
   });
   console.log(formatReport(report));
   expect(report.invariants.filter((row) => !row.pass)).toEqual([]);
-}, 90_000);
+}, 200_000);
