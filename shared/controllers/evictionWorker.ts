@@ -24,7 +24,7 @@ const MAX_SLOT_WAIT_MS = 15_000;
 /** A scheduled row this long past its slot has lost its message or its worker (a live worker acts at the slot). */
 export const REPAIR_AFTER_MS = 10_000;
 /** A storage read answered later than this may be stale against a write made meanwhile (a recovery, a pause). */
-const SLOW_READ_MS = 500;
+export const SLOW_READ_MS = 500;
 /** When this process last scanned and found no scheduled row at all. */
 const cleanScans = new RecentCache<number>(Number.POSITIVE_INFINITY);
 
@@ -130,10 +130,17 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   // An answer that took long may describe the cluster as it was before a recovery written meanwhile: it is
   // read again until one comes back promptly (or three tries), so the window stays about one read wide.
   let source: Versioned<ClusterRecord> | undefined;
-  for (let attempt = 0; attempt < 3; attempt++) {
+  let prompt = false;
+  for (let attempt = 0; attempt < 3 && !prompt; attempt++) {
     const asked = performance.now();
     source = await plane.clusters.get(record.cluster);
-    if (performance.now() - asked <= SLOW_READ_MS) break;
+    prompt = performance.now() - asked <= SLOW_READ_MS;
+  }
+  // Never act on a taint read answered late: it may describe the cluster as it was before a recovery. So an
+  // eviction is always decided on a read served at most SLOW_READ_MS before the worker acts.
+  if (!prompt && mode === 'evict') {
+    await unschedule(plane, record, row.etag, `the cluster's taint could not be read promptly (3 reads over ${SLOW_READ_MS} ms): back in line`);
+    return 'postponed';
   }
   // The moment the taint was confirmed: the eviction's executedAt (the write follows within milliseconds;
   // stamping it later would date a decision made before a recovery after it).

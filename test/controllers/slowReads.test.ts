@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { applyObjects } from '../../shared/controllers/apply';
-import { executeEviction } from '../../shared/controllers/evictionWorker';
+import { executeEviction, SLOW_READ_MS } from '../../shared/controllers/evictionWorker';
 import { runPacer, setPaused } from '../../shared/controllers/pacer';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
@@ -54,6 +54,27 @@ describe('the worker and slow storage reads', () => {
     };
     // The switch was read (not paused) before the slow read; the pause came during it.
     expect(await executeEviction(m.plane, message)).toBe('postponed');
+    expect((await m.plane.bindings.get('rb:default:web'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
+  });
+
+  it('puts the row back in line when three taint reads in a row are answered late (it never acts on a late read)', async () => {
+    const { m, message } = await oneScheduledEviction();
+    const get = m.plane.clusters.get.bind(m.plane.clusters);
+    let reads = 0;
+    m.plane.clusters.get = async (id: string) => {
+      const answer = await get(id);
+      if (id === 'c1') {
+        reads++;
+        await sleepReal(SLOW_READ_MS + 50);
+      }
+      return answer;
+    };
+    expect(await executeEviction(m.plane, message)).toBe('postponed');
+    expect(reads).toBe(3);
+    expect((await m.plane.ledger.getEviction('c1', 'rb:default:web'))?.record).toMatchObject({
+      state: 'pending',
+      message: expect.stringContaining('could not be read promptly'),
+    });
     expect((await m.plane.bindings.get('rb:default:web'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
   });
 });
