@@ -25,7 +25,7 @@ import { idleBench } from './benchIdle';
 import { karmadaRun } from './benchKarmada';
 import { scaleRun } from './benchScale';
 import { consoleBundleSize, whatIfRun } from './benchWhatIf';
-import { startCountingProxy } from './countingProxy';
+import { countedStorage } from './countingProxy';
 
 const ROOT = join(__dirname, '..');
 
@@ -122,20 +122,13 @@ async function taintLatency(runs: number, windowSeconds: number, parallel: numbe
   }
 }
 
-const origin = (endpoint: string) => new URL(endpoint).origin;
-
 /**
  * One failed cluster in a 12-cluster fleet with `count + 1` bindings, evicted at `rate` by `hosts` local hosts
  * sharing one Azurite. Every Table and Queue request of the hosts goes through a counting proxy; the
  * bench's own polling reads Azurite directly and is not counted.
  */
 async function evictionRun(hosts: number, rate: number, count: number) {
-  const env = await startTestStorage();
-  const tableProxy = await startCountingProxy(origin(env.azurite.tableEndpoint));
-  const queueProxy = await startCountingProxy(origin(env.azurite.queueEndpoint));
-  const connection = env.azurite.connectionString
-    .replace(/QueueEndpoint=[^;]+/, `QueueEndpoint=${queueProxy.url}/devstoreaccount1`)
-    .replace(/TableEndpoint=[^;]+/, `TableEndpoint=${tableProxy.url}/devstoreaccount1`);
+  const { env, tableProxy, queueProxy, connection } = await countedStorage();
   const running: HostProcess[] = await Promise.all(
     Array.from({ length: hosts }, () => startHostProcess({ AzureWebJobsStorage: connection, FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: String(rate) })),
   );

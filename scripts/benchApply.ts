@@ -8,14 +8,12 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startTestStorage } from '../test/helpers/azurite';
 import { binding } from '../test/helpers/fleet';
 import { api, startHostProcess } from '../test/helpers/hostProcess';
 import { seedFleet } from './benchScale';
-import { startCountingProxy } from './countingProxy';
+import { countedStorage } from './countingProxy';
 
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
-const origin = (endpoint: string) => new URL(endpoint).origin;
 /** Requests in flight at once: the host works on one while the next is on its way. */
 const IN_FLIGHT = 2;
 
@@ -27,12 +25,7 @@ export interface ApplyStep {
 }
 
 export async function applyRun(clusters = 1000, bindings = 20_000, perRequest = 500) {
-  const env = await startTestStorage();
-  const tableProxy = await startCountingProxy(origin(env.azurite.tableEndpoint));
-  const queueProxy = await startCountingProxy(origin(env.azurite.queueEndpoint));
-  const connection = env.azurite.connectionString
-    .replace(/QueueEndpoint=[^;]+/, `QueueEndpoint=${queueProxy.url}/devstoreaccount1`)
-    .replace(/TableEndpoint=[^;]+/, `TableEndpoint=${tableProxy.url}/devstoreaccount1`);
+  const { env, tableProxy, queueProxy, connection } = await countedStorage();
   try {
     const { names, seedSeconds } = await seedFleet(env.storage, clusters, 0, new Date());
     // The seeded clusters do not report: long grace periods keep the heartbeat monitor from marking them Unknown.

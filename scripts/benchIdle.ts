@@ -11,16 +11,14 @@ import { Agent, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { clusterKey, signReport } from '../shared/auth/signing';
 import { sleep } from '../shared/clock';
-import { startTestStorage } from '../test/helpers/azurite';
 import { startHostProcess } from '../test/helpers/hostProcess';
 import { seedFleet } from './benchScale';
-import { startCountingProxy } from './countingProxy';
+import { countedStorage } from './countingProxy';
 
 const ROOT = join(__dirname, '..');
 const REPORT_EVERY_MS = 10_000;
 const SIGNING_KEY = 'bench-idle-signing-key-0123456789';
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
-const origin = (endpoint: string) => new URL(endpoint).origin;
 
 /** Counts of the proxy breakdown whose kind matches `test`. */
 const sum = (breakdown: Record<string, number>, test: (kind: string) => boolean) =>
@@ -33,12 +31,7 @@ export async function idleRun(clusters: number, bindings: number, options: { sec
   const seconds = options.seconds ?? 60;
   const signed = options.signed ?? process.env.BENCH_AUTH === 'required';
   const reporters = options.reporters ?? true;
-  const env = await startTestStorage();
-  const tableProxy = await startCountingProxy(origin(env.azurite.tableEndpoint));
-  const queueProxy = await startCountingProxy(origin(env.azurite.queueEndpoint));
-  const connection = env.azurite.connectionString
-    .replace(/QueueEndpoint=[^;]+/, `QueueEndpoint=${queueProxy.url}/devstoreaccount1`)
-    .replace(/TableEndpoint=[^;]+/, `TableEndpoint=${tableProxy.url}/devstoreaccount1`);
+  const { env, tableProxy, queueProxy, connection } = await countedStorage();
   const agent = new Agent({ keepAlive: true, maxSockets: 16 });
   let stopReporting = false;
   try {

@@ -22,10 +22,9 @@ import { silentLogger } from '../shared/telemetry/log';
 import { startTestStorage } from '../test/helpers/azurite';
 import { cluster } from '../test/helpers/fleet';
 import { api, startHostProcess } from '../test/helpers/hostProcess';
-import { startCountingProxy } from './countingProxy';
+import { countedStorage } from './countingProxy';
 
 const round = (x: number, digits = 1) => Math.round(x * 10 ** digits) / 10 ** digits;
-const origin = (endpoint: string) => new URL(endpoint).origin;
 
 /** Resident memory of a process, from /proc (Linux), in MB. */
 function rssMb(pid: number): number {
@@ -94,12 +93,7 @@ export async function seedFleet(storage: StorageClients, clusters: number, bindi
 }
 
 export async function scaleRun(clusters: number, bindings: number, failing = 10, rate = 50, evictionSeconds = 60) {
-  const env = await startTestStorage();
-  const tableProxy = await startCountingProxy(origin(env.azurite.tableEndpoint));
-  const queueProxy = await startCountingProxy(origin(env.azurite.queueEndpoint));
-  const connection = env.azurite.connectionString
-    .replace(/QueueEndpoint=[^;]+/, `QueueEndpoint=${queueProxy.url}/devstoreaccount1`)
-    .replace(/TableEndpoint=[^;]+/, `TableEndpoint=${tableProxy.url}/devstoreaccount1`);
+  const { env, tableProxy, queueProxy, connection } = await countedStorage();
   const now = new Date();
   try {
     const { plane, names, records, seedSeconds } = await seedFleet(env.storage, clusters, bindings, now);

@@ -1,4 +1,5 @@
 import { createServer, request, Server } from 'node:http';
+import { startTestStorage } from '../test/helpers/azurite';
 
 /**
  * A loopback HTTP proxy that forwards every request to a storage endpoint and counts them, so the bench can
@@ -64,4 +65,19 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * A fresh Azurite whose Table and Queue endpoints are reached through counting proxies: `connection` is the
+ * connection string a host uses to be counted; `env.storage` reaches Azurite directly (not counted).
+ */
+export async function countedStorage() {
+  const env = await startTestStorage();
+  const origin = (endpoint: string) => new URL(endpoint).origin;
+  const tableProxy = await startCountingProxy(origin(env.azurite.tableEndpoint));
+  const queueProxy = await startCountingProxy(origin(env.azurite.queueEndpoint));
+  const connection = env.azurite.connectionString
+    .replace(/QueueEndpoint=[^;]+/, `QueueEndpoint=${queueProxy.url}/devstoreaccount1`)
+    .replace(/TableEndpoint=[^;]+/, `TableEndpoint=${tableProxy.url}/devstoreaccount1`);
+  return { env, tableProxy, queueProxy, connection };
 }
