@@ -24,7 +24,7 @@ import { applyBench } from './benchApply';
 import { idleBench } from './benchIdle';
 import { karmadaRun } from './benchKarmada';
 import { scaleRun } from './benchScale';
-import { consoleBundleSize, whatIfRun } from './benchWhatIf';
+import { consoleBundleSize, whatIfMemoryRun, whatIfRun } from './benchWhatIf';
 import { countedStorage } from './countingProxy';
 
 const ROOT = join(__dirname, '..');
@@ -440,6 +440,15 @@ async function main() {
         `${r.clusters} | ${r.bindings} | ${r.idle.requestsPerMinute} | ${r.idle.tableRowsReadPerMinute} | ${Math.max(r.idle.hostMemoryMb, r.evictions.hostMemoryMb)} | ${r.planning.perSecond} (×${r.planning.ratio}) | ${r.evictions.achieved} (×${r.evictions.ratio}) | ${r.evictions.requestsPerEviction}`,
       );
     }
+    return;
+  }
+  if (process.argv[2] === 'whatif' && process.argv.includes('--memory')) {
+    const [clusters, bindings] = process.argv.slice(3).filter((a) => a !== '--memory');
+    const run = await whatIfMemoryRun(Number(clusters ?? 1000), Number(bindings ?? 100_000));
+    writeFileSync(join(ROOT, 'bench-whatif-memory.json'), JSON.stringify(run, null, 2) + '\n');
+    console.log(`what-if on ${run.clusters} clusters and ${run.bindings} bindings, in-memory ports, ${run.runs} runs each`);
+    console.log('clusters failing | evictions | median ms | worst ms');
+    for (const r of run.results) console.log(`${r.failing} | ${r.evictions} | ${r.medianMs} | ${r.worstMs}`);
     return;
   }
   if (process.argv[2] === 'whatif') {

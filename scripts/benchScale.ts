@@ -33,14 +33,14 @@ function rssMb(pid: number): number {
   return round(kb / 1024);
 }
 
-function clusterRecord(name: string, now: Date): ClusterRecord {
+export function clusterRecord(name: string, now: Date): ClusterRecord {
   const record = newClusterRecord(name, now, 'apply');
   record.conditions = [{ type: 'Ready', status: 'True', reason: 'ClusterReady', lastTransitionTime: now.toISOString() }];
   record.lastReportAt = now.toISOString();
   return record;
 }
 
-function bindingRecord(i: number, home: string, other: string, now: Date): BindingRecord {
+export function bindingRecord(i: number, home: string, other: string, now: Date): BindingRecord {
   return {
     kind: 'ResourceBinding',
     namespace: 'default',
