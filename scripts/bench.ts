@@ -4,7 +4,6 @@
  */
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { Agent, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { decodeApplyDocuments } from '../shared/api/decode';
 import { clusterKey, signReport } from '../shared/auth/signing';
@@ -26,6 +25,7 @@ import { karmadaRun } from './benchKarmada';
 import { scaleRun } from './benchScale';
 import { consoleBundleSize, whatIfMemoryRun, whatIfRun } from './benchWhatIf';
 import { countedStorage } from './countingProxy';
+import { keepAlivePost } from './loadClient';
 
 const ROOT = join(__dirname, '..');
 
@@ -266,20 +266,7 @@ async function webhookLoad(clusters: number, requests: number, concurrency: numb
     });
     if (res.status !== 200) throw new Error(`apply failed: ${res.status}`);
     const keys = names.map((n) => clusterKey(root, n));
-    const url = new URL(host.url);
-    const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
-    const post = (path: string, headers: Record<string, string>, body: string) =>
-      new Promise<number>((resolve, reject) => {
-        const req = httpRequest(
-          { host: url.hostname, port: url.port, path, method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
-          (reply) => {
-            reply.resume();
-            reply.on('end', () => resolve(reply.statusCode ?? 0));
-          },
-        );
-        req.on('error', reject);
-        req.end(body);
-      });
+    const { post, close: closeClient } = keepAlivePost(host.url, concurrency);
     const latencies: number[] = [];
     const statuses: Record<string, number> = {};
     let next = 0;
@@ -299,7 +286,7 @@ async function webhookLoad(clusters: number, requests: number, concurrency: numb
     };
     await Promise.all(Array.from({ length: concurrency }, worker));
     const seconds = (performance.now() - started) / 1000;
-    agent.destroy();
+    closeClient();
     const ok = statuses['200'] ?? 0;
     return {
       clusters,

@@ -7,13 +7,13 @@
  * rows read, and heartbeat writes per report. Writes bench-idle.json.
  */
 import { writeFileSync } from 'node:fs';
-import { Agent, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { clusterKey, signReport } from '../shared/auth/signing';
 import { sleep } from '../shared/clock';
 import { startHostProcess } from '../test/helpers/hostProcess';
 import { seedFleet } from './benchScale';
 import { countedStorage } from './countingProxy';
+import { keepAlivePost } from './loadClient';
 
 const ROOT = join(__dirname, '..');
 const REPORT_EVERY_MS = 10_000;
@@ -32,7 +32,6 @@ export async function idleRun(clusters: number, bindings: number, options: { sec
   const signed = options.signed ?? process.env.BENCH_AUTH === 'required';
   const reporters = options.reporters ?? true;
   const { env, tableProxy, queueProxy, connection } = await countedStorage();
-  const agent = new Agent({ keepAlive: true, maxSockets: 16 });
   let stopReporting = false;
   try {
     const { names, seedSeconds } = await seedFleet(env.storage, clusters, bindings, new Date());
@@ -43,23 +42,11 @@ export async function idleRun(clusters: number, bindings: number, options: { sec
       // Without reporters the seeded clusters would turn Unknown mid-minute; with them, the default grace.
       ...(reporters ? {} : { CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: '86400', CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: '86400' }),
     });
+    const { post, close: closeClient } = keepAlivePost(host.url, 16);
     try {
-      const url = new URL(host.url);
       const keys = names.map((n) => clusterKey(SIGNING_KEY, n));
       const statuses: Record<string, number> = {};
       let reports = 0;
-      const post = (path: string, headers: Record<string, string>, body: string) =>
-        new Promise<number>((resolve, reject) => {
-          const req = httpRequest(
-            { host: url.hostname, port: url.port, path, method: 'POST', agent, headers: { ...headers, 'content-length': Buffer.byteLength(body) } },
-            (reply) => {
-              reply.resume();
-              reply.on('end', () => resolve(reply.statusCode ?? 0));
-            },
-          );
-          req.on('error', reject);
-          req.end(body);
-        });
       // Each cluster reports every REPORT_EVERY_MS, the fleet spread evenly over the period.
       const reporter = async (c: number) => {
         await sleep((c * REPORT_EVERY_MS) / names.length);
@@ -108,10 +95,10 @@ export async function idleRun(clusters: number, bindings: number, options: { sec
       };
     } finally {
       stopReporting = true;
+      closeClient();
       await host.stop();
     }
   } finally {
-    agent.destroy();
     await tableProxy.close();
     await queueProxy.close();
     await env.close();
