@@ -62,12 +62,16 @@ export function bindingRecord(i: number, home: string, other: string, now: Date)
   };
 }
 
-/** Azurite's own ceiling: full 100-entity transactions into one partition, 8 at a time (as the ledger writes). */
-async function batchInsertCeiling(storage: Awaited<ReturnType<typeof startTestStorage>>['storage'], entities: number): Promise<number> {
+/**
+ * Azurite's own ceiling: full 100-entity transactions, 8 at a time (as the ledger writes), spread over
+ * `partitions` partitions (planning writes one partition per failing cluster; Azurite serves one
+ * partition's transactions one after another, so the ceiling depends on the count).
+ */
+async function batchInsertCeiling(storage: Awaited<ReturnType<typeof startTestStorage>>['storage'], entities: number, partitions: number): Promise<number> {
   const client = storage.table(TABLES.ledger);
   const actions = Array.from({ length: entities }, (_, i): TransactionAction => [
     'upsert',
-    { partitionKey: 'bench-ceiling', rowKey: `r${String(i).padStart(7, '0')}`, payload: 'x'.repeat(200) },
+    { partitionKey: `bench-ceiling-${partitions}-${i % partitions}`, rowKey: `r${String(i).padStart(7, '0')}`, payload: 'x'.repeat(200) },
     'Replace',
   ]);
   const started = performance.now();
@@ -97,7 +101,8 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
   const now = new Date();
   try {
     const { plane, names, records, seedSeconds } = await seedFleet(env.storage, clusters, bindings, now);
-    const ceiling = await batchInsertCeiling(env.storage, 10_000);
+    const ceiling = await batchInsertCeiling(env.storage, 10_000, failing);
+    const onePartitionCeiling = await batchInsertCeiling(env.storage, 5_000, 1);
 
     // The seeded clusters do not report: long grace periods keep the heartbeat monitor from marking them all
     // Unknown in the middle of the idle minute (a steady fleet would be reporting instead).
@@ -176,6 +181,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
           seconds: round(planningSeconds, 2),
           perSecond: Math.round(planned / planningSeconds),
           azuriteBatchInsertPerSecond: ceiling,
+          azuriteOnePartitionPerSecond: onePartitionCeiling,
           ratio: round(planned / planningSeconds / ceiling, 2),
         },
         evictions: {

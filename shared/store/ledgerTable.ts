@@ -1,6 +1,8 @@
 import type { TableClient } from '@azure/data-tables';
 import type { EvictionRecord, EvictionState, PlacementFacts } from '../failover/bindingModel';
 import { TableDueOrder } from './ledger/dueOrder';
+import { SHARDS } from './ledger/keys';
+import { ensureLedgerLayout } from './ledger/layout';
 import { TableLedgerRows } from './ledger/ledgerRows';
 import { TablePacerRow } from './ledger/pacerRow';
 import { TablePlacementIndex } from './ledger/placementIndex';
@@ -27,73 +29,102 @@ export class TableLedger implements EvictionLedger {
   private readonly due: TableDueOrder;
   private readonly pacer: TablePacerRow;
 
-  constructor(client: TableClient) {
+  /** The layout check (and, once, the move of rows written under another shard count) before the first call. */
+  private layout?: Promise<unknown>;
+
+  constructor(private readonly client: TableClient) {
     this.placements = new TablePlacementIndex(client);
     this.due = new TableDueOrder(client);
     this.rows = new TableLedgerRows(client, (records) => this.due.addDue(records));
     this.pacer = new TablePacerRow(client);
   }
 
+  private ready(): Promise<unknown> {
+    // A failed check is tried again by the next call rather than remembered.
+    this.layout ??= ensureLedgerLayout(this.client, SHARDS).catch((error: unknown) => {
+      this.layout = undefined;
+      throw error;
+    });
+    return this.layout;
+  }
+
   // ----------------------------------------------------------------------------------- placement index
 
-  upsertPlacements(rows: PlacementFacts[]): Promise<void> {
+  async upsertPlacements(rows: PlacementFacts[]): Promise<void> {
+    await this.ready();
     return this.placements.upsertPlacements(rows);
   }
-  removePlacement(cluster: string, bindingKey: string, upToRev: number): Promise<void> {
+  async removePlacement(cluster: string, bindingKey: string, upToRev: number): Promise<void> {
+    await this.ready();
     return this.placements.removePlacement(cluster, bindingKey, upToRev);
   }
-  listClusterRows(cluster: string): Promise<{ placements: PlacementFacts[]; evictions: VersionedEviction[] }> {
+  async listClusterRows(cluster: string): Promise<{ placements: PlacementFacts[]; evictions: VersionedEviction[] }> {
+    await this.ready();
     return this.placements.listClusterRows(cluster);
   }
-  listPlacements(cluster: string): Promise<PlacementFacts[]> {
+  async listPlacements(cluster: string): Promise<PlacementFacts[]> {
+    await this.ready();
     return this.placements.listPlacements(cluster);
   }
 
   // ----------------------------------------------------------------------------------- ledger rows
 
-  listEvictions(cluster: string, states?: readonly EvictionState[]): Promise<VersionedEviction[]> {
+  async listEvictions(cluster: string, states?: readonly EvictionState[]): Promise<VersionedEviction[]> {
+    await this.ready();
     return this.rows.listEvictions(cluster, states);
   }
-  scanEvictions(filter: { cluster?: string; state?: EvictionState; states?: readonly EvictionState[] }): Promise<VersionedEviction[]> {
+  async scanEvictions(filter: { cluster?: string; state?: EvictionState; states?: readonly EvictionState[] }): Promise<VersionedEviction[]> {
+    await this.ready();
     return this.rows.scanEvictions(filter);
   }
-  getEviction(cluster: string, bindingKey: string): Promise<VersionedEviction | undefined> {
+  async getEviction(cluster: string, bindingKey: string): Promise<VersionedEviction | undefined> {
+    await this.ready();
     return this.rows.getEviction(cluster, bindingKey);
   }
-  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>): Promise<void> {
+  async recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>): Promise<void> {
+    await this.ready();
     return this.rows.recordEvictions(rows);
   }
-  updateEvictions(updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>> {
+  async updateEvictions(updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>> {
+    await this.ready();
     return this.rows.updateEvictions(updates);
   }
-  updateEviction(record: EvictionRecord, etag: string): Promise<string | false> {
+  async updateEviction(record: EvictionRecord, etag: string): Promise<string | false> {
+    await this.ready();
     return this.rows.updateEviction(record, etag);
   }
-  commitEviction(record: EvictionRecord, etag: string): Promise<boolean> {
+  async commitEviction(record: EvictionRecord, etag: string): Promise<boolean> {
+    await this.ready();
     return this.rows.commitEviction(record, etag);
   }
 
   // ----------------------------------------------------------------------------------- due order
 
-  listDue(horizon: string, limit: number): Promise<DueGroup[]> {
+  async listDue(horizon: string, limit: number): Promise<DueGroup[]> {
+    await this.ready();
     return this.due.listDue(horizon, limit);
   }
-  pendingDue(cluster: string, dueAt: string, limit: number): Promise<VersionedEviction[]> {
+  async pendingDue(cluster: string, dueAt: string, limit: number): Promise<VersionedEviction[]> {
+    await this.ready();
     return this.due.pendingDue(cluster, dueAt, limit);
   }
-  deleteDue(groups: DueGroup[]): Promise<void> {
+  async deleteDue(groups: DueGroup[]): Promise<void> {
+    await this.ready();
     return this.due.deleteDue(groups);
   }
-  addDue(records: EvictionRecord[]): Promise<void> {
+  async addDue(records: EvictionRecord[]): Promise<void> {
+    await this.ready();
     return this.due.addDue(records);
   }
 
   // ----------------------------------------------------------------------------------- pacer row
 
-  getPacerState(): Promise<{ state: PacerState; etag?: string }> {
+  async getPacerState(): Promise<{ state: PacerState; etag?: string }> {
+    await this.ready();
     return this.pacer.getPacerState();
   }
-  putPacerState(state: PacerState, etag: string | undefined): Promise<boolean> {
+  async putPacerState(state: PacerState, etag: string | undefined): Promise<boolean> {
+    await this.ready();
     return this.pacer.putPacerState(state, etag);
   }
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bindingKey, EvictionRecord, PlacementFacts } from '../../shared/failover/bindingModel';
-import { shardOf, TableLedger } from '../../shared/store/ledgerTable';
+import { shardOf, SHARDS, TableLedger } from '../../shared/store/ledgerTable';
 import { MemoryDocumentStore, MemoryEventLog, MemoryLeaseStore, MemoryLedger } from '../../shared/store/memory';
 import { mutate, write } from '../../shared/store/optimistic';
 import { ConcurrencyError, DocumentStore, EventLog, EventRecord, EvictionLedger, LeaseStore, PacerState } from '../../shared/store/ports';
@@ -91,9 +91,9 @@ function sameShard(count: number, prefix = 's'): { names: string[]; shard: strin
   }
 }
 
-/** A binding name whose shard differs from `shard`. */
+/** A binding name whose shard differs from `shard` (with one shard per cluster: any other name). */
 function otherShard(shard: string, prefix = 'o'): string {
-  for (let i = 0; ; i++) if (shardOf(keyOf(`${prefix}${i}`)) !== shard) return `${prefix}${i}`;
+  for (let i = 0; ; i++) if (SHARDS === 1 || shardOf(keyOf(`${prefix}${i}`)) !== shard) return `${prefix}${i}`;
 }
 
 /** Rows of a cluster in the order the service lists them: by shard (partition), then binding key. */
@@ -409,24 +409,25 @@ const ledger: Case[] = [
     },
   ],
   [
-    'updateEvictions returns the new ETags in order, and rejects (412) when one is stale: its transaction (one shard, up to 100 rows) is not written, other shards are',
+    'updateEvictions returns the new ETags in order, and rejects (412) when one is stale: its transaction (one partition, up to 100 rows) is not written, other partitions are',
     async (s) => {
       const l = await s.ledger();
-      const { names, shard } = sameShard(3);
-      const other = otherShard(shard);
-      await l.recordEvictions([...names, other].map((n) => ({ record: record('m1', n) })));
-      const read = await Promise.all([...names, other].map(async (n) => (await l.getEviction('m1', keyOf(n)))!));
+      const { names } = sameShard(3);
+      // `other` is on another cluster: another partition, another transaction.
+      const rows = [...names.map((n) => ['m1', n]), ['m2', 'o']] as const;
+      await l.recordEvictions(rows.map(([c, n]) => ({ record: record(c, n) })));
+      const read = await Promise.all(rows.map(async ([c, n]) => (await l.getEviction(c, keyOf(n)))!));
       const etags = await l.updateEvictions(read.map((r) => ({ record: { ...r.record, attempts: 1 }, etag: r.etag })));
       expect(etags).toHaveLength(4);
-      for (const [i, r] of read.entries()) expect((await l.getEviction('m1', r.record.bindingKey))!.etag).toBe(etags[i]);
-      // names[1] goes stale; `other` is in another shard (another transaction).
+      for (const [i, r] of read.entries()) expect((await l.getEviction(r.record.cluster, r.record.bindingKey))!.etag).toBe(etags[i]);
+      // names[1] goes stale.
       const stale = await l.updateEviction({ ...read[1].record, attempts: 2 }, etags[1]!);
       const updates = read.map((r, i) => ({ record: { ...r.record, state: 'scheduled' as const }, etag: i === 1 ? etags[1]! : etags[i]! }));
       await expect(l.updateEvictions(updates)).rejects.toMatchObject({ statusCode: 412 });
       const after = Object.fromEntries((await l.listEvictions('m1')).map((r) => [r.record.name, r]));
       expect(names.map((n) => after[n].record.state)).toEqual(['pending', 'pending', 'pending']);
       expect(after[names[1]].etag).toBe(stale);
-      expect(after[other].record.state).toBe('scheduled');
+      expect((await l.getEviction('m2', keyOf('o')))!.record.state).toBe('scheduled');
     },
   ],
   [
@@ -495,9 +496,9 @@ const ledger: Case[] = [
         shard: shardOf(keyOf(name)),
         rowKey: `${dueAt}|${cluster}|${shardOf(keyOf(name))}`,
       });
-      const expected = [group('m1', t1, names[0]), group('m1', t1, other), group('m2', t1, 'a'), group('m1', t2, 'later')].sort((a, b) =>
-        a.rowKey < b.rowKey ? -1 : 1,
-      );
+      const expected = [
+        ...new Map([group('m1', t1, names[0]), group('m1', t1, other), group('m2', t1, 'a'), group('m1', t2, 'later')].map((g) => [g.rowKey, g])).values(),
+      ].sort((a, b) => (a.rowKey < b.rowKey ? -1 : 1));
       expect(await l.listDue(t2, 100)).toEqual(expected);
       expect(await l.listDue(t1, 100)).toEqual(expected.filter((g) => g.dueAt === t1));
       expect(await l.listDue('2026-01-01T00:00:59.999Z', 100)).toEqual([]);

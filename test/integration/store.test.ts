@@ -186,7 +186,7 @@ describe('TableLedger storage layout', () => {
   };
 
   it('keeps its shard hash, keys and properties (stored rows outlive the code)', async () => {
-    expect(['rb:ns:a', 'rb:default:web', 'crb:global'].map(shardOf)).toEqual(['27', '32', '3b']);
+    expect(['rb:ns:a', 'rb:default:web', 'crb:global'].map(shardOf)).toEqual(['00', '00', '00']);
     await env.storage.tableService().createTable('ledgerlayout');
     const client = env.storage.table('ledgerlayout');
     const ledger = new TableLedger(client);
@@ -207,13 +207,14 @@ describe('TableLedger storage layout', () => {
     for await (const { etag: _etag, timestamp: _timestamp, ...entity } of client.listEntities<Record<string, unknown>>()) rows.push(entity);
     const { decision, ...eviction } = rows.find((r) => String(r.rowKey).startsWith('e:'))!;
     expect(rows.map((r) => [r.partitionKey, r.rowKey])).toEqual([
-      ['m1|27', 'b:rb:ns:a'],
-      ['m1|27', 'e:rb:ns:a'],
-      ['~due', '2026-01-01T00:01:00.000Z|m1|27'],
+      ['m1|00', 'b:rb:ns:a'],
+      ['m1|00', 'e:rb:ns:a'],
+      ['~due', '2026-01-01T00:01:00.000Z|m1|00'],
+      ['~pacer', 'layout'],
       ['~pacer', 'state'],
     ]);
     expect(rows[0]).toEqual({
-      partitionKey: 'm1|27',
+      partitionKey: 'm1|00',
       rowKey: 'b:rb:ns:a',
       cluster: 'm1',
       kind: 'ResourceBinding',
@@ -226,7 +227,7 @@ describe('TableLedger storage layout', () => {
       rev: 3,
     });
     expect(eviction).toEqual({
-      partitionKey: 'm1|27',
+      partitionKey: 'm1|00',
       rowKey: 'e:rb:ns:a',
       state: 'pending',
       dueAt: '2026-01-01T00:01:00.000Z',
@@ -244,8 +245,55 @@ describe('TableLedger storage layout', () => {
       decisionRev: 1,
       traceparent: 'tp',
     });
-    expect(rows[2]).toEqual({ partitionKey: '~due', rowKey: '2026-01-01T00:01:00.000Z|m1|27', dueAt: '2026-01-01T00:01:00.000Z', cluster: 'm1', shard: '27' });
-    expect(rows[3]).toEqual({ partitionKey: '~pacer', rowKey: 'state', ...state, draining: '["m2"]' });
+    expect(rows[2]).toEqual({ partitionKey: '~due', rowKey: '2026-01-01T00:01:00.000Z|m1|00', dueAt: '2026-01-01T00:01:00.000Z', cluster: 'm1', shard: '00' });
+    expect(rows[3]).toMatchObject({ partitionKey: '~pacer', rowKey: 'layout', shards: 1, moved: 0 });
+    expect(rows[4]).toEqual({ partitionKey: '~pacer', rowKey: 'state', ...state, draining: '["m2"]' });
+  });
+
+  it('moves rows written under 64 shards into the one-partition layout on first use, losing none, and then costs one read', async () => {
+    await env.storage.tableService().createTable('ledgermove');
+    const client = env.storage.table('ledgermove');
+    // What a store written by the 64-shard layout holds: rows of m1 in shards 27 and 3b, a due entry, the pacer row.
+    const old = new TableLedger(client);
+    await old.upsertPlacements([placement('a'), placement('b')]);
+    await old.recordEvictions([{ record: record('a') }]);
+    const written: Array<Record<string, unknown>> = [];
+    for await (const { etag: _e, timestamp: _t, ...entity } of client.listEntities<Record<string, unknown>>()) written.push(entity);
+    for (const entity of written.filter((e) => String(e.partitionKey).startsWith('m1|'))) {
+      const legacyShard = String(entity.rowKey).endsWith(':a') ? '27' : '3b';
+      await client.deleteEntity(String(entity.partitionKey), String(entity.rowKey));
+      await client.createEntity({ ...entity, partitionKey: `m1|${legacyShard}`, rowKey: String(entity.rowKey) });
+    }
+    await client.deleteEntity('~pacer', 'layout');
+
+    const upgraded = new TableLedger(client);
+    expect((await upgraded.listPlacements('m1')).map((p) => p.name)).toEqual(['a', 'b']);
+    const a = (await upgraded.getEviction('m1', keyOf('a')))!;
+    expect(a.record).toEqual(record('a'));
+    expect(await upgraded.commitEviction({ ...a.record, state: 'done' }, a.etag)).toBe(true);
+    expect((await upgraded.listPlacements('m1')).map((p) => p.name)).toEqual(['b']);
+    const keys: string[] = [];
+    for await (const entity of client.listEntities<Record<string, unknown>>()) keys.push(`${entity.partitionKey}/${entity.rowKey}`);
+    expect(keys.filter((k) => k.startsWith('m1|'))).toEqual(['m1|00/b:rb:ns:b', 'm1|00/e:rb:ns:a']);
+    expect((await client.getEntity('~pacer', 'layout')).moved).toBe(3);
+    // The old due entry still leads the pacer to the cluster's pending rows (read across its partitions).
+    expect(keys).toContain('~due/2026-01-01T00:01:00.000Z|m1|00');
+  });
+
+  it('checks the layout once per process: one read when it is current', async () => {
+    await env.storage.tableService().createTable('ledgercurrent');
+    await new TableLedger(env.storage.table('ledgercurrent')).getPacerState();
+    let requests = 0;
+    const client = TableClient.fromConnectionString(env.azurite.connectionString, 'ledgercurrent', {
+      allowInsecureConnection: true,
+      additionalPolicies: [{ policy: { name: 'count', sendRequest: (request, next) => (requests++, next(request)) }, position: 'perCall' }],
+    });
+    const ledger = new TableLedger(client);
+    await ledger.getPacerState();
+    expect(requests).toBe(2);
+    await ledger.getPacerState();
+    await ledger.listDue('2026-01-01T00:00:00.000Z', 10);
+    expect(requests).toBe(4);
   });
 
   it('costs the same storage requests per call: one transaction per partition and 100 rows', async () => {
@@ -260,6 +308,7 @@ describe('TableLedger storage layout', () => {
       additionalPolicies: [{ policy: counter, position: 'perCall' }],
     });
     const ledger = new TableLedger(client);
+    await ledger.getPacerState(); // the once-per-process layout check is not part of any call's cost
     const cost = async (call: () => Promise<unknown>) => {
       const before = requests;
       await call();
