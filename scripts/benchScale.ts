@@ -33,6 +33,13 @@ function rssMb(pid: number): number {
   return round(kb / 1024);
 }
 
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux): its busy time. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  // utime and stime are fields 14 and 15 of stat (11 and 12 after the command), in clock ticks (100 a second).
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 export function clusterRecord(name: string, now: Date): ClusterRecord {
   const record = newClusterRecord(name, now, 'apply');
   record.conditions = [{ type: 'Ready', status: 'True', reason: 'ClusterReady', lastTransitionTime: now.toISOString() }];
@@ -119,12 +126,15 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
       tableProxy.reset();
       queueProxy.reset();
       const idleStarted = performance.now();
+      const idleCpuStarted = cpuSeconds(host.child.pid!);
       await sleep(60_000);
       const idleMinutes = (performance.now() - idleStarted) / 60_000;
+      const idleCpu = cpuSeconds(host.child.pid!) - idleCpuStarted;
       const idle = {
         requestsPerMinute: Math.round((tableProxy.count() + queueProxy.count()) / idleMinutes),
         tableRowsReadPerMinute: Math.round(tableProxy.rowsRead() / idleMinutes),
         hostMemoryMb: rssMb(host.child.pid!),
+        hostCpuSecondsPerMinute: round(idleCpu / idleMinutes, 2),
         breakdown: process.env.BENCH_VERBOSE ? { ...tableProxy.breakdown(), ...queueProxy.breakdown() } : undefined,
       };
 
@@ -153,6 +163,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
       tableProxy.reset();
       queueProxy.reset();
       const windowStarted = performance.now();
+      const windowCpuStarted = cpuSeconds(host.child.pid!);
       let done: Array<{ record: { executedAt?: string } }> = [];
       while (performance.now() - windowStarted < evictionSeconds * 1000) {
         const rows = (await Promise.all(failed.map((name) => plane.ledger.listEvictions(name, ['done', 'blocked'])))).flat();
@@ -162,6 +173,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
       }
       const windowSeconds = (performance.now() - windowStarted) / 1000;
       const requests = tableProxy.count() + queueProxy.count();
+      const windowCpu = cpuSeconds(host.child.pid!) - windowCpuStarted;
       const times = done
         .map((row) => Date.parse(row.record.executedAt ?? ''))
         .filter((t) => !Number.isNaN(t))
@@ -193,6 +205,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
           requestsPerEviction: evicted ? round(requests / evicted) : null,
           marginalRequestsPerEviction: evicted ? round((requests - idlePerSecond * windowSeconds) / evicted) : null,
           hostMemoryMb: rssMb(host.child.pid!),
+          hostCpuMsPerEviction: evicted ? Math.round((windowCpu * 1000) / evicted) : null,
           breakdown: process.env.BENCH_VERBOSE ? { ...tableProxy.breakdown(), ...queueProxy.breakdown() } : undefined,
         },
       };

@@ -3,7 +3,7 @@ import type { ClusterPropagationPolicyInput, PropagationPolicyInput } from '../a
 import { policyDisplay, policyKey, PolicyRef } from '../failover/propagation';
 import { keep, mutate, write } from '../store/optimistic';
 import type { ControlPlane } from './ports';
-import type { PropagationPolicyRecord } from './records';
+import type { BindingRecord, PropagationPolicyRecord } from './records';
 import { writeBinding } from './state/bindingWrites';
 import { appliedPolicy, ApplyAction, governedSpec, ownSpec } from './state/derivation';
 import { bindingEvent, policyEvent } from './state/events';
@@ -49,7 +49,8 @@ async function policyChanged(plane: ControlPlane, ref: PolicyRef, reason: 'Creat
   const rederived = await rederiveBindings(plane);
   const claimed = claims.get(policyKey(ref)) ?? 0;
   // A policy whose selectors match nothing is accepted (its templates may come later), and says so.
-  const governs = claimed > 0 || (await plane.bindings.list()).some(({ value }) => value.inheritedFrom && policyKey(value.inheritedFrom) === policyKey(ref));
+  const governs =
+    claimed > 0 || (await plane.bindings.list((value) => value.inheritedFrom !== undefined && policyKey(value.inheritedFrom) === policyKey(ref))).length > 0;
   const matches =
     reason === 'Deleted' ? '' : governs ? `; it claims ${claimed} resource template(s)` : '; its resourceSelectors match no resource template or binding yet';
   await plane.events.append([
@@ -70,9 +71,10 @@ async function policyChanged(plane: ControlPlane, ref: PolicyRef, reason: 'Creat
 export async function rederiveBindings(plane: ControlPlane): Promise<number> {
   const policies = await loadPropagationPolicies(plane, 0);
   let changed = 0;
-  for (const { id, value } of await plane.bindings.list()) {
-    const next = governedSpec(value, ownSpec(value), policies);
-    if (JSON.stringify(next) === JSON.stringify({ spec: value.spec, inheritedFrom: value.inheritedFrom })) continue;
+  // Only the bindings whose derivation changes are kept from the listing (filtered as it is read).
+  const outdated = (value: BindingRecord) =>
+    JSON.stringify(governedSpec(value, ownSpec(value), policies)) !== JSON.stringify({ spec: value.spec, inheritedFrom: value.inheritedFrom });
+  for (const { id } of await plane.bindings.list(outdated)) {
     let placementChanged = false;
     const { record } = await writeBinding<null>(plane, id, (current) => {
       if (!current) return keep(null);

@@ -14,7 +14,11 @@ export interface Versioned<T> {
 /** A keyed collection of JSON documents with optimistic concurrency. */
 export interface DocumentStore<T> {
   get(id: string): Promise<Versioned<T> | undefined>;
-  list(): Promise<Array<Versioned<T> & { id: string }>>;
+  /**
+   * Every document, or only those `where` accepts: a store filters as it reads (page by page), so a scan
+   * that keeps a few documents never holds them all in memory.
+   */
+  list(where?: (value: T) => boolean): Promise<Array<Versioned<T> & { id: string }>>;
   /** Fails with ConcurrencyError when the id exists. */
   create(id: string, value: T): Promise<string>;
   /** Fails with ConcurrencyError when the stored version is not `etag` (or is gone). */
@@ -123,6 +127,10 @@ export interface DueGroup {
   cluster: string;
   shard: string;
   rowKey: string;
+  /** The rows' priority (spec.schedulePriority.priority when planned), when not 0. */
+  priority?: number;
+  /** The FailoverBudget (`<namespace>/<name>`) holding these rows (`BudgetExceeded`), if one does. */
+  parkedFor?: string;
 }
 
 /** The one global rate row: next free send slot, the pause switch, and the fleet health it was computed at. */
@@ -175,8 +183,8 @@ export interface EvictionLedger {
   commitEviction(record: EvictionRecord, etag: string): Promise<boolean>;
   // due order
   listDue(horizon: string, limit: number): Promise<DueGroup[]>;
-  /** Up to `limit` pending rows of a cluster due at `dueAt`, in shard order. */
-  pendingDue(cluster: string, dueAt: string, limit: number): Promise<VersionedEviction[]>;
+  /** Up to `limit` pending rows of a cluster due at `dueAt` (of the group's priority and budget), in shard order. */
+  pendingDue(cluster: string, dueAt: string, limit: number, group?: Pick<DueGroup, 'priority' | 'parkedFor'>): Promise<VersionedEviction[]>;
   deleteDue(groups: DueGroup[]): Promise<void>;
   addDue(records: EvictionRecord[]): Promise<void>;
   // pacer row

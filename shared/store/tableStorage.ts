@@ -76,10 +76,13 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
     }
   }
 
-  async list(): Promise<Array<Versioned<T> & { id: string }>> {
+  async list(where?: (value: T) => boolean): Promise<Array<Versioned<T> & { id: string }>> {
     const out: Array<Versioned<T> & { id: string }> = [];
     const entities = this.client.listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq ${this.partition}` } });
-    for await (const entity of entities) out.push({ id: String(entity.rowKey), value: this.decode(entity), etag: String(entity.etag) });
+    for await (const entity of entities) {
+      const value = this.decode(entity);
+      if (!where || where(value)) out.push({ id: String(entity.rowKey), value, etag: String(entity.etag) });
+    }
     return out;
   }
 

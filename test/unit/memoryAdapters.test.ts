@@ -89,18 +89,19 @@ describe('MemoryLedger faults', () => {
     expect(await ledger.putPacerState({ ...state, paused: true }, etag)).toBe(true);
   });
 
-  it('updateEvictions with a stale row in one shard: rejects, the other shards are written', async () => {
+  it('updateEvictions with a stale row in one partition: rejects, the other partitions are written', async () => {
     const ledger = new MemoryLedger();
     const names = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
-    await ledger.recordEvictions(names.map((n) => ({ record: record(n) })));
-    const rows = await ledger.listEvictions('m1');
+    // Two clusters: two partitions, two transactions.
+    await ledger.recordEvictions(names.map((n, i) => ({ record: { ...record(n), cluster: i < 4 ? 'm1' : 'm2' } })));
+    const rows = [...(await ledger.listEvictions('m1')), ...(await ledger.listEvictions('m2'))];
     const stale = rows[3];
     await ledger.updateEviction({ ...stale.record, attempts: 5 }, stale.etag);
     await expect(ledger.updateEvictions(rows.map((r) => ({ record: { ...r.record, state: 'done' as const }, etag: r.etag })))).rejects.toBeInstanceOf(
       MemoryStorageError,
     );
-    const after = await ledger.listEvictions('m1');
-    for (const row of after) expect(row.record.state).toBe(row.record.name === stale.record.name ? 'scheduled' : 'done');
+    expect((await ledger.listEvictions('m1')).map((row) => row.record.state)).toEqual(['scheduled', 'scheduled', 'scheduled', 'scheduled']);
+    expect((await ledger.listEvictions('m2')).map((row) => row.record.state)).toEqual(['done', 'done', 'done', 'done']);
   });
 });
 

@@ -198,7 +198,8 @@ export async function bindingsNeeding(plane: ControlPlane, flag: BindingFlag): P
   const last = scans.get(flag);
   if (last === undefined || now - last >= FULL_SCAN_INTERVAL_MS) {
     scans.set(flag, now);
-    return (await plane.bindings.list()).filter((entry) => bindingFlags(entry.value)[flag]);
+    // Filtered as it is read: the scan never holds every binding in memory at once.
+    return plane.bindings.list((value) => bindingFlags(value)[flag]);
   }
   return plane.bindings.listFlagged(flag);
 }

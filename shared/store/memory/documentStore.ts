@@ -49,11 +49,12 @@ export class MemoryDocumentStore<T, F extends string = never> implements Flagged
     });
   }
 
-  list(): Promise<Array<Versioned<T> & { id: string }>> {
+  list(where?: (value: T) => boolean): Promise<Array<Versioned<T> & { id: string }>> {
     return this.faults.run('list', [], false, () =>
       [...this.docs.keys()]
         .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-        .map((id) => ({ id, value: JSON.parse(this.docs.get(id)!.json) as T, etag: this.docs.get(id)!.etag })),
+        .map((id) => ({ id, value: JSON.parse(this.docs.get(id)!.json) as T, etag: this.docs.get(id)!.etag }))
+        .filter((entry) => !where || where(entry.value)),
     );
   }
 

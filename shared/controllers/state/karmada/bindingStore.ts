@@ -51,7 +51,7 @@ export class KarmadaBindingStore implements FlaggedDocumentStore<BindingRecord, 
     return { value: toBindingRecord(object, ref.kind), etag: object.metadata.resourceVersion ?? '' };
   }
 
-  async list(): Promise<Array<Versioned<BindingRecord> & { id: string }>> {
+  async list(where?: (value: BindingRecord) => boolean): Promise<Array<Versioned<BindingRecord> & { id: string }>> {
     const [namespaced, clusterScoped] = await Promise.all([listAll(this.api, KARMADA.resourceBindings), listAll(this.api, KARMADA.clusterResourceBindings)]);
     const entries = (objects: KubeObject[], kind: BindingKind) =>
       objects.map((object) => {
@@ -60,12 +60,13 @@ export class KarmadaBindingStore implements FlaggedDocumentStore<BindingRecord, 
         noteUid(this.api, kind, object);
         return { id, value: toBindingRecord(object, kind), etag: object.metadata.resourceVersion ?? '' };
       });
-    return [...entries(namespaced.items, 'ResourceBinding'), ...entries(clusterScoped.items, 'ClusterResourceBinding')];
+    const all = [...entries(namespaced.items, 'ResourceBinding'), ...entries(clusterScoped.items, 'ClusterResourceBinding')];
+    return where ? all.filter((entry) => where(entry.value)) : all;
   }
 
   /** Karmada has no such index: the listing, filtered. */
   async listFlagged(flag: BindingFlag): Promise<Array<Versioned<BindingRecord> & { id: string }>> {
-    return (await this.list()).filter((entry) => bindingFlags(entry.value)[flag]);
+    return this.list((value) => bindingFlags(value)[flag]);
   }
 
   create(): Promise<string> {
