@@ -1,7 +1,8 @@
 import { odata, RestError, TableClient, TableServiceClient, TableTransaction, TransactionAction } from '@azure/data-tables';
 import { mapConcurrent } from '../concurrency';
 import { BATCH } from './ledger/keys';
-import { submit } from './ledger/transactions';
+import { partitionOfAction, submit, submitOrOneByOne } from './ledger/transactions';
+import { bucketOf } from './buckets';
 import {
   BatchDocumentStore,
   BulkDocumentStore,
@@ -24,6 +25,8 @@ export const TABLES = {
   ledger: 'ledger',
   propagationPolicies: 'propagationpolicies',
   templates: 'resourcetemplates',
+  // FailoverBudgets (standalone; partition `budget`) and what is in flight under each (both modes; partition `flight`).
+  budgets: 'failoverbudgets',
   // Karmada mode: what Karmada has no place for (cluster overlays, sync cursors, the connection, the binding placement index).
   karmada: 'karmadastate',
 } as const;
@@ -33,27 +36,98 @@ const CHUNK = 30_000;
 const MAX_CHUNKS = 30;
 // A transaction's body may hold 4 MiB: documents are packed into transactions well below that.
 const TRANSACTION_BYTES = 3 * 1024 * 1024;
-/** Transactions of one `writeMany` in flight at once (all in one partition: more only queue at the service). */
-const TRANSACTION_CONCURRENCY = 4;
+/** Transactions of one `writeMany` in flight at once (a partition's transactions queue at the service; a bucketed kind's spread). */
+const TRANSACTION_CONCURRENCY = 8;
+
+const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 function statusOf(error: unknown): number | undefined {
   return error instanceof RestError ? error.statusCode : (error as { statusCode?: number })?.statusCode;
 }
 
-/** JSON documents in one partition of a table; large documents are split over several properties. */
+/** The row of partition `~layout` that records how a document kind is partitioned (its row key: the kind's partition name). */
+const LAYOUT_PARTITION = '~layout';
+
+/**
+ * JSON documents of one kind in a table; large documents are split over several properties. A kind is one
+ * partition (`partition`), or, with `buckets` > 1, that many partitions (`<partition>|<bucket>` by a hash of
+ * the id): a kind of 100,000 documents is not one hot partition (Azure serves ~2,000 entities/s per
+ * partition; Azurite looks an entity up by scanning its partition). Documents written under another bucket
+ * count are moved once, before the first call (`ensureLayout`). Listings are in id order either way.
+ */
 export class TableDocumentStore<T, F extends string = never> implements BulkDocumentStore<T>, BatchDocumentStore<T>, FlaggedDocumentStore<T, F> {
+  private layout?: Promise<void>;
+
   constructor(
     private readonly client: TableClient,
     private readonly partition: string,
     /** Boolean columns written with each document (`flag_<name>`), to query by. */
     private readonly flags?: (value: T) => Record<F, boolean>,
+    private readonly buckets = 1,
   ) {}
+
+  private partitionOf(id: string): string {
+    return this.buckets > 1 ? `${this.partition}|${bucketOf(id, this.buckets)}` : this.partition;
+  }
+
+  /** The kind's partitions, as a filter. */
+  private partitionFilter(): string {
+    return this.buckets > 1
+      ? odata`PartitionKey ge ${this.partition + '|'} and PartitionKey lt ${this.partition + '|~'}`
+      : odata`PartitionKey eq ${this.partition}`;
+  }
+
+  private ready(): Promise<void> {
+    if (this.buckets === 1) return Promise.resolve();
+    this.layout ??= this.ensureLayout().catch((error: unknown) => {
+      this.layout = undefined;
+      throw error;
+    });
+    return this.layout;
+  }
+
+  /**
+   * Once per process: one point read when the layout is current; otherwise every document of the kind not
+   * in its bucket (the one partition of earlier versions, or another bucket count) is created in its bucket
+   * (one already there was moved, maybe updated, by another process: kept) and deleted at the ETag read.
+   */
+  private async ensureLayout(): Promise<void> {
+    try {
+      const marker = await this.client.getEntity<{ buckets?: number }>(LAYOUT_PARTITION, this.partition);
+      if (Number(marker.buckets) === this.buckets) return;
+    } catch (error) {
+      if (statusOf(error) !== 404) throw error;
+    }
+    const filter = `${odata`PartitionKey eq ${this.partition}`} or (${this.partitionFilter()})`;
+    let moved = 0;
+    for await (const page of this.client.listEntities<Record<string, unknown>>({ queryOptions: { filter } }).byPage({ maxPageSize: 1000 })) {
+      const moves = page.filter((entity) => String(entity.partitionKey) !== this.partitionOf(String(entity.rowKey)));
+      if (moves.length === 0) continue;
+      await submitOrOneByOne(
+        this.client,
+        moves.map((entity): TransactionAction => {
+          const properties = Object.fromEntries(Object.entries(entity).filter(([name]) => !['etag', 'timestamp', 'odata.metadata'].includes(name)));
+          return ['create', { ...properties, partitionKey: this.partitionOf(String(entity.rowKey)), rowKey: String(entity.rowKey) }];
+        }),
+      );
+      for (const entity of moves) {
+        try {
+          await this.client.deleteEntity(String(entity.partitionKey), String(entity.rowKey), { etag: String(entity.etag) });
+        } catch (error) {
+          const status = statusOf(error);
+          if (status !== 404 && status !== 412) throw error;
+        }
+      }
+      moved += moves.length;
+    }
+    await this.client.upsertEntity({ partitionKey: LAYOUT_PARTITION, rowKey: this.partition, buckets: this.buckets, moved }, 'Replace');
+  }
 
   private encode(id: string, value: T): Record<string, unknown> {
     const json = JSON.stringify(value);
     const chunks = Math.max(1, Math.ceil(json.length / CHUNK));
     if (chunks > MAX_CHUNKS) throw new Error(`document ${id} is too large to store (${json.length} characters)`);
-    const entity: Record<string, unknown> = { partitionKey: this.partition, rowKey: id, chunks };
+    const entity: Record<string, unknown> = { partitionKey: this.partitionOf(id), rowKey: id, chunks };
     if (this.flags) for (const [flag, on] of Object.entries(this.flags(value))) entity[`flag_${flag}`] = on;
     for (let i = 0; i < chunks; i++) entity[`doc${i}`] = json.slice(i * CHUNK, (i + 1) * CHUNK);
     return entity;
@@ -67,8 +141,9 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
   }
 
   async get(id: string): Promise<Versioned<T> | undefined> {
+    await this.ready();
     try {
-      const entity = await this.client.getEntity<Record<string, unknown>>(this.partition, id);
+      const entity = await this.client.getEntity<Record<string, unknown>>(this.partitionOf(id), id);
       return { value: this.decode(entity), etag: String(entity.etag) };
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
@@ -77,26 +152,29 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
   }
 
   async list(where?: (value: T) => boolean): Promise<Array<Versioned<T> & { id: string }>> {
+    await this.ready();
     const out: Array<Versioned<T> & { id: string }> = [];
-    const entities = this.client.listEntities<Record<string, unknown>>({ queryOptions: { filter: odata`PartitionKey eq ${this.partition}` } });
+    const entities = this.client.listEntities<Record<string, unknown>>({ queryOptions: { filter: this.partitionFilter() } });
     for await (const entity of entities) {
       const value = this.decode(entity);
       if (!where || where(value)) out.push({ id: String(entity.rowKey), value, etag: String(entity.etag) });
     }
-    return out;
+    return this.buckets > 1 ? out.sort(byId) : out;
   }
 
   /** The documents whose flag is set: one query that returns only them. */
   async listFlagged(flag: F): Promise<Array<Versioned<T> & { id: string }>> {
+    await this.ready();
     const out: Array<Versioned<T> & { id: string }> = [];
-    const filter = `${odata`PartitionKey eq ${this.partition}`} and flag_${flag} eq true`;
+    const filter = `(${this.partitionFilter()}) and flag_${flag} eq true`;
     for await (const entity of this.client.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
       out.push({ id: String(entity.rowKey), value: this.decode(entity), etag: String(entity.etag) });
     }
-    return out;
+    return this.buckets > 1 ? out.sort(byId) : out;
   }
 
   async create(id: string, value: T): Promise<string> {
+    await this.ready();
     try {
       const response = await this.client.createEntity(this.encode(id, value) as never);
       return String(response.etag);
@@ -107,6 +185,7 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
   }
 
   async replace(id: string, value: T, etag: string): Promise<string> {
+    await this.ready();
     try {
       const response = await this.client.updateEntity(this.encode(id, value) as never, 'Replace', { etag });
       return String(response.etag);
@@ -119,6 +198,7 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
 
   /** Unconditional writes, 100 to a transaction (one partition), several at once: a snapshot costs a request per 100 documents. */
   async upsertMany(entries: Array<{ id: string; value: T }>): Promise<void> {
+    await this.ready();
     await submit(
       this.client,
       entries.map(({ id, value }): TransactionAction => ['upsert', this.encode(id, value) as never, 'Replace']),
@@ -136,6 +216,7 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
       const entity = this.encode(id, value) as never;
       return etag === undefined ? ['create', entity] : ['update', entity, 'Replace', { etag }];
     });
+    await this.ready();
     const etags = new Array<string | undefined>(entries.length).fill(undefined);
     await mapConcurrent(transactionsOf(actions), TRANSACTION_CONCURRENCY, async (indexes) => {
       try {
@@ -159,8 +240,9 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
   }
 
   async delete(id: string, etag?: string): Promise<boolean> {
+    await this.ready();
     try {
-      await this.client.deleteEntity(this.partition, id, etag ? { etag } : undefined);
+      await this.client.deleteEntity(this.partitionOf(id), id, etag ? { etag } : undefined);
       return true;
     } catch (error) {
       const status = statusOf(error);
@@ -174,12 +256,24 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
   }
 }
 
-/** Indexes of actions (one partition) cut into transactions: at most BATCH actions and TRANSACTION_BYTES of documents each. */
+/** Indexes of actions cut into transactions: one partition each, at most BATCH actions and TRANSACTION_BYTES of documents. */
 function transactionsOf(actions: TransactionAction[]): number[][] {
+  const byPartition = new Map<string, number[]>();
+  actions.forEach((action, i) => {
+    const partition = partitionOfAction(action);
+    const list = byPartition.get(partition);
+    if (list) list.push(i);
+    else byPartition.set(partition, [i]);
+  });
+  return [...byPartition.values()].flatMap((indexes) => partitionTransactions(actions, indexes));
+}
+
+function partitionTransactions(actions: TransactionAction[], indexes: number[]): number[][] {
   const out: number[][] = [];
   let current: number[] = [];
   let bytes = 0;
-  actions.forEach((action, i) => {
+  indexes.forEach((i) => {
+    const action = actions[i];
     const entity = action[1] as Record<string, unknown>;
     const size = Object.keys(entity)
       .filter((name) => name.startsWith('doc'))

@@ -34,6 +34,39 @@ describe('TableDocumentStore on Azurite', () => {
     expect(await store.get('doc')).toBeUndefined();
   });
 
+  it('spreads a bucketed kind over partitions, moving documents of the one-partition layout once, losing none', async () => {
+    await env.storage.tableService().createTable('bucketed');
+    const client = env.storage.table('bucketed');
+    // Written by an earlier version: one partition `doc`, flags as columns.
+    const old = new TableDocumentStore<{ n: number }, 'odd'>(client, 'doc', (v) => ({ odd: v.n % 2 === 1 }));
+    await old.upsertMany(Array.from({ length: 150 }, (_, n) => ({ id: `d${String(n).padStart(3, '0')}`, value: { n } })));
+    await new TableDocumentStore(client, 'other').create('untouched', { n: -1 });
+
+    const store = new TableDocumentStore<{ n: number }, 'odd'>(client, 'doc', (v) => ({ odd: v.n % 2 === 1 }), 4);
+    const listed = await store.list();
+    expect(listed.map((e) => e.value.n)).toEqual(Array.from({ length: 150 }, (_, n) => n));
+    expect((await store.listFlagged('odd')).map((e) => e.value.n)).toEqual(Array.from({ length: 75 }, (_, k) => 2 * k + 1));
+    const partitions = new Map<string, number>();
+    for await (const e of client.listEntities<Record<string, unknown>>())
+      partitions.set(String(e.partitionKey), (partitions.get(String(e.partitionKey)) ?? 0) + 1);
+    expect([...partitions.keys()].sort()).toEqual(['doc|00', 'doc|01', 'doc|02', 'doc|03', 'other', '~layout']);
+    expect([0, 1, 2, 3].reduce((sum, b) => sum + partitions.get(`doc|0${b}`)!, 0)).toBe(150);
+    // Reads, ETag writes and batches across buckets work as before.
+    const d7 = (await store.get('d007'))!;
+    await store.replace('d007', { n: 700 }, d7.etag);
+    await expect(store.replace('d007', { n: 701 }, d7.etag)).rejects.toBeInstanceOf(ConcurrencyError);
+    const etags = await store.writeMany([
+      { id: 'new1', value: { n: 1000 } },
+      { id: 'd008', value: { n: 800 }, etag: (await store.get('d008'))!.etag },
+      { id: 'd009', value: { n: 900 }, etag: d7.etag },
+    ]);
+    expect(etags.map((e) => e !== undefined)).toEqual([true, true, false]);
+    expect((await store.get('new1'))!.value.n).toBe(1000);
+    expect(await store.get('untouched')).toBeUndefined();
+    expect((await new TableDocumentStore(client, 'other').get('untouched'))!.value).toEqual({ n: -1 });
+    expect((await client.getEntity('~layout', 'doc')).moved).toBe(150);
+  });
+
   it('stores documents larger than one property (64 KiB) in chunks', async () => {
     const store = new TableDocumentStore<{ text: string }>(env.storage.table('scratch'), 'big');
     const text = 'x'.repeat(200_000);

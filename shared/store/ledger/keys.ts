@@ -1,4 +1,5 @@
 import { odata } from '@azure/data-tables';
+import { bucketOf } from '../buckets';
 
 /**
  * Keys of the ledger table. One table, partitioned by cluster shard: row keys `b:<binding>` are placement
@@ -25,12 +26,8 @@ export const BATCH = 100;
  */
 export const SHARDS = 1;
 
-/** FNV-1a of the binding key, modulo SHARDS, as two hex digits (so shards sort in hash order). */
-export function shardOf(bindingKey: string): string {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < bindingKey.length; i++) hash = Math.imul(hash ^ bindingKey.charCodeAt(i), 0x01000193) >>> 0;
-  return (hash % SHARDS).toString(16).padStart(2, '0');
-}
+/** The shard of a binding's rows within its cluster (a hash bucket of the binding key). */
+export const shardOf = (bindingKey: string): string => bucketOf(bindingKey, SHARDS);
 
 export const clusterPartition = (cluster: string, bindingKey: string): string => `${cluster}|${shardOf(bindingKey)}`;
 /** The cluster of a `<cluster>|<shard>` partition key. */
