@@ -1,8 +1,8 @@
 import { odata, RestError, TableClient, TableServiceClient, TableTransaction, TransactionAction } from '@azure/data-tables';
 import { mapConcurrent } from '../concurrency';
+import { bucketOf } from './buckets';
 import { BATCH } from './ledger/keys';
 import { partitionOfAction, submit, submitOrOneByOne } from './ledger/transactions';
-import { bucketOf } from './buckets';
 import {
   BatchDocumentStore,
   BulkDocumentStore,
