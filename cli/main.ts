@@ -30,6 +30,8 @@ Commands:
   pause | resume                      stop or restart evictions fleet-wide (admin token)
   drain CLUSTER                       cordon the cluster and plan the eviction of all it runs (admin token)
   uncordon CLUSTER                    remove the cordon; pending drain evictions are abandoned (admin token)
+  acknowledge policy NAME             accept a ClusterTaintPolicy's exceeded blast radius: it may taint beyond
+                                      MAX_FLEET_SHARE_TAINTED_BY_POLICY for this episode (admin token)
   what-if fail CLUSTER... [--condition TYPE=STATUS]
                                       what would happen if those clusters failed now (changes nothing):
                                       taints, tier and rate, evictions, blocked, tolerated, ETA
@@ -40,7 +42,7 @@ Commands:
 Flags:
   --server URL              API server (env CLUSTER_FAILOVER_SERVER; default ${DEFAULT_SERVER})
   --token TOKEN             admin token, sent as "Authorization: Bearer" (env CLUSTER_FAILOVER_TOKEN);
-                            needed for apply, pause, resume, drain, uncordon when the server has AUTH_MODE=required
+                            needed for apply, pause, resume, drain, uncordon, acknowledge when the server has AUTH_MODE=required
   --request-timeout SECONDS give up on a request after this long (default 30)
   -o, --output FORMAT       json or yaml (the API's own answer; lists as {items}), or wide (more columns, get only);
                             events --watch -o json prints one JSON event per line
@@ -77,6 +79,7 @@ const COMMANDS: Record<string, Command> = {
   resume: { flags: ['output'], run: (ctx) => actions.failoverSwitch(ctx, 'resume') },
   drain: { flags: ['output'], run: actions.drain },
   uncordon: { flags: ['output'], run: actions.uncordon },
+  acknowledge: { flags: ['output'], run: actions.acknowledge },
   'what-if': { flags: ['output', 'condition'], run: whatIf },
   events: { flags: ['output', 'kind', 'name', 'since', 'limit', 'watch'], run: events },
 };

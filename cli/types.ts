@@ -128,6 +128,16 @@ export interface DrainAnswer {
   alreadyDecided: number;
 }
 
+/** POST /api/clustertaintpolicies/{name}/acknowledge. */
+export interface AcknowledgeAnswer {
+  kind: 'ClusterTaintPolicy';
+  name: string;
+  acknowledged: boolean;
+  changed: boolean;
+  reevaluated: string[];
+  message: string;
+}
+
 export interface UncordonAnswer {
   cluster: string;
   uncordoned: boolean;

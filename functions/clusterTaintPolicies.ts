@@ -1,6 +1,6 @@
 import { app } from '@azure/functions';
 import { notFound } from '../shared/api/errors';
-import { deleteTaintPolicy, getTaintPolicy, listTaintPolicies } from '../shared/controllers/taintPolicies';
+import { acknowledgeTaintPolicy, deleteTaintPolicy, getTaintPolicy, listTaintPolicies } from '../shared/controllers/taintPolicies';
 import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { controlPlane } from '../shared/runtime';
@@ -24,4 +24,20 @@ export const clusterTaintPolicies = httpFunction(async (req) => {
   return json(200, policy);
 });
 
+/** POST /api/clustertaintpolicies/{name}/acknowledge: accept the policy's exceeded blast radius (admin token; idempotent). */
+export const clusterTaintPolicyAcknowledge = httpFunction(async (req) => {
+  allowMethods(req, ['POST']);
+  const plane = controlPlane();
+  requireAdmin(req, plane.config.auth);
+  const answer = await acknowledgeTaintPolicy(plane, req.params.name);
+  if (!answer) throw notFound(`ClusterTaintPolicy "${req.params.name}" not found`);
+  return json(200, answer);
+});
+
 app.http('clusterTaintPolicies', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clustertaintpolicies/{name?}', handler: clusterTaintPolicies });
+app.http('clusterTaintPolicyAcknowledge', {
+  methods: [...ALL_METHODS],
+  authLevel: 'anonymous',
+  route: 'clustertaintpolicies/{name}/acknowledge',
+  handler: clusterTaintPolicyAcknowledge,
+});

@@ -12,6 +12,7 @@ import './resourceBindings';
 import './clusterResourceBindings';
 import './propagationPolicies';
 import './clusterPropagationPolicies';
+import './failoverBudgets';
 import './templates';
 import './events';
 import './fleet';
@@ -37,6 +38,7 @@ import './clusterProbes';
 import './karmadaSync';
 import './taintEvaluation';
 import './taintResync';
+import './policyStatus';
 // cluster failover
 import './taintManager';
 import './taintManagerResync';

@@ -30,7 +30,7 @@ var deploymentContainer = 'app-package'
 // What the code uses (shared/queue/storageQueue.ts QUEUES, shared/store/tableStorage.ts TABLES); each
 // queue also gets its `-poison` queue. A test keeps these lists in step with the code.
 var queueNames = ['taint-evaluations', 'taint-manager', 'evictions', 'scheduler', 'application-failover']
-var tableNames = ['clusters', 'clustertaintpolicies', 'events', 'leases', 'bindings', 'ledger', 'propagationpolicies', 'resourcetemplates', 'karmadastate']
+var tableNames = ['clusters', 'clustertaintpolicies', 'events', 'leases', 'bindings', 'ledger', 'propagationpolicies', 'resourcetemplates', 'karmadastate', 'failoverbudgets']
 
 // Built-in role definition IDs.
 var roles = {
@@ -244,6 +244,8 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'FAILOVER_ENABLED', value: failoverEnabled }
         { name: 'RESOURCE_EVICTION_RATE', value: resourceEvictionRate }
         { name: 'UNHEALTHY_CLUSTER_THRESHOLD', value: unhealthyClusterThreshold }
+        // The blast-radius guard: one ClusterTaintPolicy holds NoExecute/PreferNoExecute taints on at most this share of the fleet.
+        { name: 'MAX_FLEET_SHARE_TAINTED_BY_POLICY', value: '0.5' }
       ], karmadaSettings, memberSettings)
     }
   }

@@ -40,6 +40,27 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/**
+ * Function invocations in a stretch of the host's log (the local host logs one `invocation` line per
+ * invocation, at debug level for an idle timer tick): how many, and their summed duration, which bounds
+ * from above the execution time Flex Consumption bills (it bills the time at least one runs).
+ */
+function invocationStats(log: string): { invocations: number; busySeconds: number } {
+  let invocations = 0;
+  let busyMs = 0;
+  for (const line of log.split('\n')) {
+    if (!line.includes('"invocation"')) continue;
+    try {
+      const entry = JSON.parse(line) as { msg?: string; durationMs?: number };
+      invocations++;
+      busyMs += entry.durationMs ?? 0;
+    } catch {
+      // a line cut at the stretch's edge
+    }
+  }
+  return { invocations, busySeconds: round(busyMs / 1000, 2) };
+}
+
 export function clusterRecord(name: string, now: Date): ClusterRecord {
   const record = newClusterRecord(name, now, 'apply');
   record.conditions = [{ type: 'Ready', status: 'True', reason: 'ClusterReady', lastTransitionTime: now.toISOString() }];
@@ -90,24 +111,36 @@ async function batchInsertCeiling(storage: Awaited<ReturnType<typeof startTestSt
  * Seeds `clusters` healthy clusters and `bindings` bindings (each on one cluster, with a second candidate
  * half the fleet away) straight into storage in bulk: what a host would hold after applying them.
  */
-export async function seedFleet(storage: StorageClients, clusters: number, bindings: number, now: Date) {
+export async function seedFleet(
+  storage: StorageClients,
+  clusters: number,
+  bindings: number,
+  now: Date,
+  /** The first `clusters` clusters hold `bindings` of the bindings (the ones a run fails); the rest spread over the others. */
+  hot?: { clusters: number; bindings: number },
+) {
   const plane = createControlPlane(storage, loadConfig({}), { log: silentLogger });
   const names = Array.from({ length: clusters }, (_, c) => `c${c}`);
   const seedStarted = performance.now();
   await (plane.clusters as TableDocumentStore<ClusterRecord>).upsertMany(names.map((name) => ({ id: name, value: clusterRecord(name, now) })));
   // Each binding's second candidate is half the fleet away, so the failing clusters (the first few) are never each other's target.
-  const records = Array.from({ length: bindings }, (_, i) => bindingRecord(i, names[i % clusters], names[(i + Math.floor(clusters / 2)) % clusters], now));
+  const homeOf = (i: number) => (!hot ? i % clusters : i < hot.bindings ? i % hot.clusters : hot.clusters + ((i - hot.bindings) % (clusters - hot.clusters)));
+  const records = Array.from({ length: bindings }, (_, i) => bindingRecord(i, names[homeOf(i)], names[(homeOf(i) + Math.floor(clusters / 2)) % clusters], now));
   await (plane.bindings as TableDocumentStore<BindingRecord>).upsertMany(records.map((r) => ({ id: `rb:default:${r.name}`, value: r })));
   await plane.ledger.upsertPlacements(records.flatMap(placementsOf));
   await recountFleet(plane);
   return { plane, names, records, seedSeconds: round((performance.now() - seedStarted) / 1000) };
 }
 
-export async function scaleRun(clusters: number, bindings: number, failing = 10, rate = 50, evictionSeconds = 60) {
+/**
+ * `failing` clusters fail at once. They hold `failingBindings` of the bindings (10 % by default: 10,000 of
+ * 100,000, the failure the issue sizes), so planning and pacing are measured on a failure of that size.
+ */
+export async function scaleRun(clusters: number, bindings: number, failing = 10, rate = 50, evictionSeconds = 60, failingBindings = Math.round(bindings / 10)) {
   const { env, tableProxy, queueProxy, connection } = await countedStorage();
   const now = new Date();
   try {
-    const { plane, names, records, seedSeconds } = await seedFleet(env.storage, clusters, bindings, now);
+    const { plane, names, records, seedSeconds } = await seedFleet(env.storage, clusters, bindings, now, { clusters: failing, bindings: failingBindings });
     const ceiling = await batchInsertCeiling(env.storage, 10_000, failing);
     const onePartitionCeiling = await batchInsertCeiling(env.storage, 5_000, 1);
 
@@ -119,22 +152,36 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
       RESOURCE_EVICTION_RATE: String(rate),
       CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: '86400',
       CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: '86400',
+      // Every invocation's log line (idle ticks log at debug), for the executions and their duration.
+      LOG_LEVEL: 'debug',
     });
     try {
-      // Idle: a minute with nothing failing (after the timers' first runs).
-      await sleep(5000);
+      // Idle: a minute with nothing failing, after the timers' first runs (each lists every binding once at
+      // a process's start, then once an hour): warm-up ends when 5 s pass with fewer than 1,000 rows read.
+      const warmUpStarted = performance.now();
+      for (;;) {
+        tableProxy.reset();
+        await sleep(5000);
+        if (tableProxy.rowsRead() < 1000 || performance.now() - warmUpStarted > 300_000) break;
+      }
+      const warmUpSeconds = round((performance.now() - warmUpStarted) / 1000);
       tableProxy.reset();
       queueProxy.reset();
       const idleStarted = performance.now();
       const idleCpuStarted = cpuSeconds(host.child.pid!);
+      const idleLogFrom = host.output().length;
       await sleep(60_000);
       const idleMinutes = (performance.now() - idleStarted) / 60_000;
       const idleCpu = cpuSeconds(host.child.pid!) - idleCpuStarted;
+      const idleInvocations = invocationStats(host.output().slice(idleLogFrom));
       const idle = {
         requestsPerMinute: Math.round((tableProxy.count() + queueProxy.count()) / idleMinutes),
         tableRowsReadPerMinute: Math.round(tableProxy.rowsRead() / idleMinutes),
         hostMemoryMb: rssMb(host.child.pid!),
         hostCpuSecondsPerMinute: round(idleCpu / idleMinutes, 2),
+        warmUpSeconds,
+        invocationsPerMinute: Math.round(idleInvocations.invocations / idleMinutes),
+        invocationSecondsPerMinute: round(idleInvocations.busySeconds / idleMinutes, 2),
         breakdown: process.env.BENCH_VERBOSE ? { ...tableProxy.breakdown(), ...queueProxy.breakdown() } : undefined,
       };
 
@@ -152,18 +199,23 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
       );
       if (res.status !== 200) throw new Error(`apply failed: ${res.status} ${JSON.stringify(res.body)}`);
       let planned = 0;
+      let firstRowsAt: number | undefined;
       for (;;) {
         planned = (await Promise.all(failed.map((name) => plane.ledger.listEvictions(name)))).reduce((n, rows) => n + rows.length, 0);
+        if (planned > 0) firstRowsAt ??= performance.now();
         if (planned >= expected || performance.now() - failedAt > 300_000) break;
         await sleep(250);
       }
       const planningSeconds = (performance.now() - failedAt) / 1000;
+      // The planner's own pace: from the first rows seen (the taint manager's messages picked up) to the last.
+      const plannerSeconds = firstRowsAt !== undefined ? (performance.now() - firstRowsAt) / 1000 : planningSeconds;
 
       // The evictions, until the last is done (or `evictionSeconds` pass); requests counted over the same span.
       tableProxy.reset();
       queueProxy.reset();
       const windowStarted = performance.now();
       const windowCpuStarted = cpuSeconds(host.child.pid!);
+      const windowLogFrom = host.output().length;
       let done: Array<{ record: { executedAt?: string } }> = [];
       while (performance.now() - windowStarted < evictionSeconds * 1000) {
         const rows = (await Promise.all(failed.map((name) => plane.ledger.listEvictions(name, ['done', 'blocked'])))).flat();
@@ -174,12 +226,16 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
       const windowSeconds = (performance.now() - windowStarted) / 1000;
       const requests = tableProxy.count() + queueProxy.count();
       const windowCpu = cpuSeconds(host.child.pid!) - windowCpuStarted;
+      const windowInvocations = invocationStats(host.output().slice(windowLogFrom));
       const times = done
         .map((row) => Date.parse(row.record.executedAt ?? ''))
         .filter((t) => !Number.isNaN(t))
         .sort((a, b) => a - b);
       const evicted = times.length;
       const achievedRate = evicted > 1 ? (evicted - 1) / ((times[evicted - 1] - times[0]) / 1000) : 0;
+      // Steady state: the middle 80 % of the evictions (the first wait for the first rows to be planned).
+      const [from, to] = [Math.floor(evicted * 0.1), Math.floor(evicted * 0.9)];
+      const steadyRate = to - from > 1 ? (to - from) / ((times[to] - times[from]) / 1000) : 0;
       const idlePerSecond = idle.requestsPerMinute / 60;
       return {
         clusters,
@@ -195,6 +251,8 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
           azuriteBatchInsertPerSecond: ceiling,
           azuriteOnePartitionPerSecond: onePartitionCeiling,
           ratio: round(planned / planningSeconds / ceiling, 2),
+          plannerPerSecond: Math.round(planned / Math.max(plannerSeconds, 0.25)),
+          plannerRatio: round(planned / Math.max(plannerSeconds, 0.25) / ceiling, 2),
         },
         evictions: {
           configured: rate,
@@ -202,10 +260,14 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
           seconds: round(windowSeconds),
           achieved: round(achievedRate, 2),
           ratio: round(achievedRate / rate, 3),
+          steadyAchieved: round(steadyRate, 2),
+          steadyRatio: round(steadyRate / rate, 3),
           requestsPerEviction: evicted ? round(requests / evicted) : null,
           marginalRequestsPerEviction: evicted ? round((requests - idlePerSecond * windowSeconds) / evicted) : null,
           hostMemoryMb: rssMb(host.child.pid!),
           hostCpuMsPerEviction: evicted ? Math.round((windowCpu * 1000) / evicted) : null,
+          invocationsPerEviction: evicted ? round(windowInvocations.invocations / evicted, 2) : null,
+          invocationMsPerEviction: evicted ? Math.round((windowInvocations.busySeconds * 1000) / evicted) : null,
           breakdown: process.env.BENCH_VERBOSE ? { ...tableProxy.breakdown(), ...queueProxy.breakdown() } : undefined,
         },
       };

@@ -139,6 +139,8 @@ export const settingsSchema = telemetrySettingsSchema.extend({
   SECONDARY_RESOURCE_EVICTION_RATE: number(0.1, rate),
   UNHEALTHY_CLUSTER_THRESHOLD: number(0.55, (n) => (n >= 0 && n <= 1 ? undefined : 'must be a fraction between 0 and 1')),
   LARGE_CLUSTER_NUM_THRESHOLD: number(10, (n) => (Number.isInteger(n) && n >= 0 ? undefined : 'must be a whole number ≥ 0')),
+  // The blast-radius guard: the most of the fleet one ClusterTaintPolicy may hold NoExecute/PreferNoExecute taints on.
+  MAX_FLEET_SHARE_TAINTED_BY_POLICY: number(0.5, (n) => (n > 0 && n <= 1 ? undefined : 'must be a fraction of the fleet above 0 and at most 1')),
   AUTH_MODE: z
     .string()
     .optional()
@@ -223,6 +225,8 @@ export interface AppConfig {
   /** The Failover gate: when false no eviction happens at all, whoever added the taint. */
   failoverEnabled: boolean;
   rates: RateSettings;
+  /** The blast-radius guard: one taint policy holds NoExecute/PreferNoExecute taints on at most this share of the fleet (0–1]. */
+  maxFleetShareTaintedByPolicy: number;
   auth: AuthSettings;
   alerts: AlertSettings;
   /** Optional global limit on graceful-eviction tasks; none by default (design decision 9). */
@@ -302,6 +306,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
       unhealthyClusterThreshold: s.UNHEALTHY_CLUSTER_THRESHOLD,
       largeClusterNumThreshold: s.LARGE_CLUSTER_NUM_THRESHOLD,
     },
+    maxFleetShareTaintedByPolicy: s.MAX_FLEET_SHARE_TAINTED_BY_POLICY,
     auth: {
       mode: s.AUTH_MODE,
       signingKey: s.REPORTER_SIGNING_KEY,

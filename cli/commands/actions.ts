@@ -1,7 +1,7 @@
 import { UsageError } from '../args';
 import { Context } from '../context';
 import { printData } from '../output';
-import { DrainAnswer, SwitchAnswer, UncordonAnswer } from '../types';
+import { AcknowledgeAnswer, DrainAnswer, SwitchAnswer, UncordonAnswer } from '../types';
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
@@ -34,6 +34,23 @@ export async function drain(ctx: Context): Promise<void> {
   const data = await ctx.client.post<DrainAnswer>(`clusters/${encodeURIComponent(cluster)}/drain`);
   const already = data.alreadyDecided > 0 ? `; ${data.alreadyDecided} already decided` : '';
   await answer(ctx, data, `cluster/${data.cluster} ${data.cordoned ? 'cordoned' : 'already cordoned'}; ${plural(data.planned, 'eviction')} planned${already}`);
+}
+
+/** `acknowledge policy NAME`: accept a ClusterTaintPolicy's exceeded blast radius (idempotent). */
+export async function acknowledge(ctx: Context): Promise<void> {
+  const [what, name, extra] = ctx.args;
+  if (what === undefined) throw new UsageError('acknowledge needs what to acknowledge: acknowledge policy NAME');
+  if (!['policy', 'policies', 'clustertaintpolicy', 'clustertaintpolicies'].includes(what))
+    throw new UsageError(`cannot acknowledge "${what}"; use: acknowledge policy NAME`);
+  if (name === undefined) throw new UsageError('acknowledge policy needs a policy name');
+  if (extra !== undefined) throw new UsageError(`acknowledge policy takes one policy (got "${extra}" too)`);
+  const data = await ctx.client.post<AcknowledgeAnswer>(`clustertaintpolicies/${encodeURIComponent(name)}/acknowledge`);
+  const line = data.changed
+    ? `clustertaintpolicy/${data.name} acknowledged` + (data.reevaluated.length > 0 ? `; ${plural(data.reevaluated.length, 'cluster')} evaluated again` : '')
+    : data.acknowledged
+      ? `clustertaintpolicy/${data.name} already acknowledged`
+      : `clustertaintpolicy/${data.name}: nothing to acknowledge (BlastRadiusExceeded is False)`;
+  await answer(ctx, data, line);
 }
 
 /** `uncordon CLUSTER`: remove the cordon taint; pending drain evictions are abandoned. */

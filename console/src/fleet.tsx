@@ -123,6 +123,11 @@ export function holderText(holder: TaintHolder | undefined): string {
   return who.length ? `held by ${who.join(', ')}` : 'no holder';
 }
 
+/** NoExecute evicts now; PreferNoExecute evicts workloads that ask for failover; NoSchedule keeps new placements off; PreferNoSchedule only steers them away. */
+export function effectTone(effect: string): 'bad' | 'warn' | 'info' | 'muted' {
+  return effect === 'NoExecute' ? 'bad' : effect === 'PreferNoExecute' ? 'warn' : effect === 'PreferNoSchedule' ? 'muted' : 'info';
+}
+
 export function TaintList({ cluster }: { cluster: Cluster }) {
   const taints: Taint[] = cluster.spec.taints ?? [];
   if (!taints.length) return <span>none</span>;
@@ -131,7 +136,7 @@ export function TaintList({ cluster }: { cluster: Cluster }) {
     <ul class="plain">
       {taints.map((t) => (
         <li key={`${t.key}:${t.effect}`} data-testid="taint">
-          <Badge tone={t.effect === 'NoExecute' ? 'bad' : t.effect === 'PreferNoExecute' ? 'warn' : 'info'}>
+          <Badge tone={effectTone(t.effect)}>
             {t.key}
             {t.value ? `=${t.value}` : ''}:{t.effect}
           </Badge>{' '}

@@ -9,6 +9,7 @@ import {
   ClusterPropagationPolicyInput,
   ClusterResourceBindingInput,
   ClusterTaintPolicyInput,
+  FailoverBudgetInput,
   PropagationPolicyInput,
   ResourceBindingInput,
 } from './resources';
@@ -131,6 +132,7 @@ export type AppliedObject =
   | { kind: 'ClusterResourceBinding'; name: string; object: ClusterResourceBindingInput }
   | { kind: 'PropagationPolicy'; name: string; object: PropagationPolicyInput }
   | { kind: 'ClusterPropagationPolicy'; name: string; object: ClusterPropagationPolicyInput }
+  | { kind: 'FailoverBudget'; name: string; object: FailoverBudgetInput }
   /** Any other Kubernetes object: a resource template (Deployment, ConfigMap, a custom resource...). */
   | { kind: 'ResourceTemplate'; name: string; object: TemplateInput };
 

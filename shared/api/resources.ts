@@ -8,7 +8,11 @@ import { strictObject } from './errors';
  * output of GET can be applied again, as with kubectl.
  */
 
-export const TAINT_EFFECTS = ['NoSchedule', 'PreferNoExecute', 'NoExecute'] as const;
+/**
+ * Taint effects. `PreferNoSchedule` (Kubernetes' soft NoSchedule) only steers new placements away; it never
+ * evicts and does not make a cluster faulty. A toleration with effect PreferNoSchedule or no effect tolerates it.
+ */
+export const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'PreferNoExecute', 'NoExecute'] as const;
 export type TaintEffect = (typeof TAINT_EFFECTS)[number];
 export const CONDITION_STATUSES = ['True', 'False', 'Unknown'] as const;
 export type ConditionStatus = (typeof CONDITION_STATUSES)[number];
@@ -318,12 +322,22 @@ export const clusterTaintPolicySpecSchema = strictObject({
   })
   .transform((spec): ClusterTaintPolicySpec => spec as ClusterTaintPolicySpec);
 
+/** Shadow mode (shared/failover/shadow.ts): `shadow` computes and records, writes no taint; `enforce` (or no annotation) acts. */
+export const POLICY_MODE_ANNOTATION = 'failover.io/mode';
+export const POLICY_MODES = ['shadow', 'enforce'] as const;
+
 export const clusterTaintPolicySchema = resourceSchema(
   'policy.karmada.io/v1alpha1',
   'ClusterTaintPolicy',
   metadataSchema(objectName),
   clusterTaintPolicySpecSchema,
-);
+).superRefine((policy, ctx) => {
+  const mode = policy.metadata.annotations?.[POLICY_MODE_ANNOTATION];
+  if (mode !== undefined && !(POLICY_MODES as readonly string[]).includes(mode)) {
+    // One path segment, so the error names the annotation as Kubernetes does: metadata.annotations["failover.io/mode"].
+    ctx.addIssue({ code: 'custom', path: ['metadata', `annotations["${POLICY_MODE_ANNOTATION}"]`], message: `must be shadow or enforce, got "${mode}"` });
+  }
+});
 export type ClusterTaintPolicyInput = z.infer<typeof clusterTaintPolicySchema>;
 
 // ---------------------------------------------------------------------------------------------
@@ -591,6 +605,11 @@ export const bindingSpecSchema = strictObject({
   gracefulEvictionTasks: z.array(gracefulEvictionTaskSchema).max(1000).optional(),
   // Written by application failover; accepted so GET output applies again, but the stored one is kept.
   activeEvictionHistory: z.array(evictionHistorySchema).max(1000).optional(),
+  // Karmada's field (set by its detector from the policy's PriorityClass): the order of the paced queue.
+  schedulePriority: strictObject({
+    priority: z.number().int('must be a whole number').min(-2_147_483_648).max(2_147_483_647).optional(),
+    preemptionPolicy: z.enum(['Never', 'PreemptLowerPriority']).optional(),
+  }).optional(),
 }).superRefine((spec, ctx) =>
   flagDuplicates(
     spec.clusters,
@@ -667,6 +686,12 @@ export const propagationSpecSchema = strictObject({
   propagateDeps: z.boolean().optional(),
   priority: z.number().int('must be a whole number').min(-2_147_483_648).max(2_147_483_647).optional(),
   schedulerName: z.string().max(253).optional(),
+  // Karmada's SchedulePriority: the detector gives derived bindings spec.schedulePriority.priority from the
+  // named PriorityClass (scheduling.k8s.io/v1, applied as a template) when the source is KubePriorityClass.
+  schedulePriority: strictObject({
+    priorityClassSource: z.enum(['KubePriorityClass', 'PodPriorityClass', 'FederatedPriorityClass']),
+    priorityClassName: objectName,
+  }).optional(),
 });
 export type PropagationSpec = z.infer<typeof propagationSpecSchema>;
 
@@ -680,6 +705,55 @@ export const clusterPropagationPolicySchema = resourceSchema(
 export type PropagationPolicyInput = z.infer<typeof propagationPolicySchema>;
 export type ClusterPropagationPolicyInput = z.infer<typeof clusterPropagationPolicySchema>;
 
+// ---------------------------------------------------------------------------------------------
+// FailoverBudget (failover.io/v1alpha1): at most maxInFlight of the selected bindings in flight at once
+
+/** `"<n>%"` with 0 < n ≤ 100 (decimals allowed): n; anything else undefined. */
+export function parsePercentage(value: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)%$/.exec(value);
+  if (!match) return undefined;
+  const percent = Number(match[1]);
+  return percent > 0 && percent <= 100 ? percent : undefined;
+}
+
+/** Why a maxInFlight value is refused (undefined when it is valid): the message the API returns for the field. */
+export function maxInFlightProblem(value: unknown): string | undefined {
+  if (typeof value === 'number') {
+    if (!Number.isInteger(value)) return `must be a whole number or a percentage such as "10%" (got ${value})`;
+    if (value < 1) return `must be at least 1 (got ${value})`;
+    if (value > 2_147_483_647) return 'must fit in 32 bits';
+    return undefined;
+  }
+  if (typeof value === 'string') {
+    const match = /^(\d+(?:\.\d+)?)%$/.exec(value);
+    if (!match) return `must be a whole number or a percentage such as "10%" (got ${JSON.stringify(value)})`;
+    const percent = Number(match[1]);
+    if (percent > 100) return `must not be more than 100% (got ${value})`;
+    if (percent <= 0) return `must be more than 0% (got ${value})`;
+    return undefined;
+  }
+  return 'must be a whole number or a percentage such as "10%"';
+}
+
+/** A whole number (at least 1) or a percentage of the selected bindings ("10%", at most 100%). */
+const maxInFlightSchema = z.unknown().transform((value, ctx): number | string => {
+  const problem = value === undefined ? 'required field is missing (expected a whole number or a percentage such as "10%")' : maxInFlightProblem(value);
+  if (problem) {
+    ctx.addIssue({ code: 'custom', message: problem });
+    return z.NEVER;
+  }
+  return value as number | string;
+});
+
+export const failoverBudgetSpecSchema = strictObject({
+  selector: labelSelectorSchema,
+  maxInFlight: maxInFlightSchema,
+});
+export type FailoverBudgetSpec = z.infer<typeof failoverBudgetSpecSchema>;
+
+export const failoverBudgetSchema = resourceSchema('failover.io/v1alpha1', 'FailoverBudget', namespacedMetadataSchema, failoverBudgetSpecSchema);
+export type FailoverBudgetInput = z.infer<typeof failoverBudgetSchema>;
+
 /** The kinds POST /api/apply accepts, by kind name. */
 export const APPLY_KINDS = {
   Cluster: clusterSchema,
@@ -688,6 +762,7 @@ export const APPLY_KINDS = {
   ClusterResourceBinding: clusterResourceBindingSchema,
   PropagationPolicy: propagationPolicySchema,
   ClusterPropagationPolicy: clusterPropagationPolicySchema,
+  FailoverBudget: failoverBudgetSchema,
 } as const;
 export type ApplyKind = keyof typeof APPLY_KINDS;
 

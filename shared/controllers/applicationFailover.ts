@@ -15,6 +15,7 @@ import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracin
 import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
 import { writeBinding } from './state/bindingWrites';
+import { BudgetGate, releaseEntries } from './state/budgets';
 import { bindingEvent, stateNotPreservedEvent } from './state/events';
 import { bindingsNeeding, fleetClusters, recentPacerState } from './state/reads';
 
@@ -171,6 +172,9 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
   const behavior = entry?.value.spec.failover?.application;
   if (!entry || !behavior) return { evicted: [], held: [] };
   const [pacerState, clusters] = await Promise.all([recentPacerState(plane), fleetClusters(plane, 0)]);
+  // FailoverBudgets: room for this binding is reserved before it is evicted (it counts once, however many
+  // clusters it leaves); without room every due cluster waits, with a BudgetExceeded reason.
+  const budget = await reserveBudgets(plane, key, entry.value, behavior, pacerState.paused);
   let events: EventRecord[] = [];
   let evicted: string[] = [];
   let held: CheckOutcome['held'] = [];
@@ -205,6 +209,13 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
       for (const due of assessment.evict) {
         if (holdAll) {
           holds.set(due.cluster, holdAll);
+          continue;
+        }
+        const budgetHold = budget.hold ?? (budget.reserved.includes(due.cluster) ? undefined : budget.budgets.length > 0 ? BUDGET_LATE : undefined);
+        if (budgetHold) {
+          holds.set(due.cluster, budgetHold);
+          // Looked at again soon: it goes as soon as the budget allows.
+          deadlines.push(now.getTime() + BUDGET_RECHECK_SECONDS * 1000);
           continue;
         }
         const blocked = new Set((current.spec.activeEvictionHistory ?? []).map((h) => h.clusterName));
@@ -245,6 +256,14 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
     },
     { current: entry },
   );
+  // Room reserved for a cluster that did not leave after all (held, or evicted by someone else) is given back.
+  const unused = budget.reserved.filter((cluster) => !evicted.includes(cluster));
+  if (unused.length > 0)
+    await releaseEntries(
+      plane,
+      budget.budgets,
+      unused.map((cluster) => ({ binding: key, cluster })),
+    );
   if (events.length > 0) await plane.events.append(events);
   if (evicted.length > 0) {
     await plane.scheduler.send({ binding: key });
@@ -252,6 +271,62 @@ async function check(plane: ControlPlane, key: string): Promise<CheckOutcome> {
   }
   if (record && queueCheckAt) await scheduleApplicationCheck(plane, key, new Date(queueCheckAt));
   return { evicted, held, record };
+}
+
+/** A held application failover is checked again this soon while a FailoverBudget has no room. */
+const BUDGET_RECHECK_SECONDS = 5;
+/** A cluster that became due after the budget check (none reserved for it): it goes at the next check. */
+const BUDGET_LATE = 'BudgetExceeded: not counted against its FailoverBudget yet; checked again in a few seconds';
+
+interface BudgetReservation {
+  /** The budgets that select the binding (empty: none, nothing is held or reserved). */
+  budgets: string[];
+  /** Clusters counted in flight under them, in one ETag-checked write before the eviction. */
+  reserved: string[];
+  /** Why every due cluster waits: a budget is full. */
+  hold?: string;
+}
+
+/** The budget check of application failover: the clusters due now (assessed on the binding as read) are reserved, or held. */
+async function reserveBudgets(
+  plane: ControlPlane,
+  key: string,
+  binding: BindingRecord,
+  behavior: ApplicationFailover,
+  paused: boolean,
+): Promise<BudgetReservation> {
+  // Nothing goes anyway (gate off, paused): nothing to reserve.
+  if (!plane.config.failoverEnabled || paused) return { budgets: [], reserved: [] };
+  const now = plane.clock.now();
+  const gate = await BudgetGate.open(plane, now);
+  if (!gate.concerns(binding)) return { budgets: [], reserved: [] };
+  const due = assessApplicationHealth(
+    binding.status.aggregatedStatus ?? [],
+    (binding.spec.clusters ?? []).map((c) => c.name),
+    behavior,
+    now,
+  ).evict.map((e) => e.cluster);
+  if (due.length === 0) return { budgets: [], reserved: [] };
+  const { admission, budgets } = await gate.admit({ kind: binding.kind, namespace: binding.namespace, bindingKey: key }, binding.labels);
+  if (!admission.allowed) {
+    return {
+      budgets,
+      reserved: [],
+      hold: `BudgetExceeded: FailoverBudget ${admission.blockedBy} has ${admission.inFlight} of ${admission.limit} binding(s) in flight`,
+    };
+  }
+  if (budgets.length === 0) return { budgets, reserved: [] };
+  for (const cluster of due) await gate.reserve({ bindingKey: key, cluster }, budgets, 'application');
+  const refused = await gate.commit();
+  if (refused.size > 0) {
+    await releaseEntries(
+      plane,
+      budgets,
+      due.map((cluster) => ({ binding: key, cluster })),
+    );
+    return { budgets, reserved: [], hold: 'BudgetExceeded: another eviction took the last room in its FailoverBudget' };
+  }
+  return { budgets, reserved: due };
 }
 
 /**

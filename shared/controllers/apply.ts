@@ -3,6 +3,7 @@ import { ManagedInKarmadaError } from '../api/errors';
 import { mapConcurrent } from '../concurrency';
 import { applyBindings } from './bindingBatch';
 import { applyBinding } from './bindings';
+import { applyBudget } from './budgets';
 import { applyCluster } from './clusters';
 import type { ControlPlane } from './ports';
 import { applyPropagationPolicy } from './propagationPolicies';
@@ -63,6 +64,8 @@ function applyOne(plane: ControlPlane, item: AppliedObject): Promise<ApplyAction
     case 'ResourceBinding':
     case 'ClusterResourceBinding':
       return applyBinding(plane, item.object);
+    case 'FailoverBudget':
+      return applyBudget(plane, item.object);
     case 'ResourceTemplate':
       return applyTemplate(plane, item.object);
   }

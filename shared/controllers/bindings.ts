@@ -128,6 +128,8 @@ export interface DerivedBindingInput {
   labels: Record<string, string>;
   resource: BindingRecord['spec']['resource'];
   replicas?: number;
+  /** From the claiming policy's PriorityClass (Karmada's detector sets it the same way). */
+  schedulePriority?: BindingRecord['spec']['schedulePriority'];
 }
 
 /**
@@ -140,7 +142,11 @@ export interface DerivedBindingInput {
 export async function applyDerivedBinding(plane: ControlPlane, input: DerivedBindingInput, policies?: PropagationCandidate[]): Promise<ApplyAction> {
   const key = bindingKey(input.ref);
   const candidates = policies ?? (await loadPropagationPolicies(plane));
-  const own = { resource: input.resource, ...(input.replicas !== undefined ? { replicas: input.replicas } : {}) };
+  const own = {
+    resource: input.resource,
+    ...(input.replicas !== undefined ? { replicas: input.replicas } : {}),
+    ...(input.schedulePriority ? { schedulePriority: input.schedulePriority } : {}),
+  };
   const governed = governedSpec({ namespace: input.ref.namespace, labels: input.labels }, own, candidates);
   const { result, record } = await writeBinding<ApplyAction>(plane, key, (current, now) => {
     const before = current ? userView(current) : undefined;

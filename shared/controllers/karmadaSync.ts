@@ -2,7 +2,8 @@ import type { BindingStatusReport } from '../api/resources';
 import { mapConcurrent } from '../concurrency';
 import type { BindingKind } from '../failover/bindingModel';
 import { isFaultyTaint } from '../failover/evictionDecision';
-import { isGone, KARMADA, KubeApiError, KubeObject, KubeResource, WatchEvent } from '../kube/api';
+import type { Condition } from '../failover/model';
+import { isConflict, isGone, KARMADA, KubeApiError, KubeObject, KubeResource, WatchEvent } from '../kube/api';
 import { ConcurrencyError, Versioned } from '../store/ports';
 import { reportWorkloadStatus } from './applicationFailover';
 import { sweepBinding } from './gracefulEviction';
@@ -11,7 +12,7 @@ import type { BindingRecord } from './records';
 import { placementsOf } from './state/bindingWrites';
 import { bindingKeyOf, toBindingRecord } from './state/karmada/bindingStore';
 import { toRecord } from './state/karmada/clusterStore';
-import { listAll } from './state/karmada/kubeObjects';
+import { listAll, userAnnotations } from './state/karmada/kubeObjects';
 import { fleetClusters, forgetFleet, forgetTaintPolicies } from './state/reads';
 import { fanOutEvaluations } from './taintEvaluation';
 
@@ -78,18 +79,81 @@ const clusters: SyncedKind = {
   },
 };
 
+/** Per process: what the taint evaluation reads of each ClusterTaintPolicy (its spec's generation, labels, annotations). */
+const seenPolicies = new WeakMap<object, Map<string, string>>();
+const evaluatedPart = (object: KubeObject) =>
+  JSON.stringify([object.metadata.uid ?? '', object.metadata.generation ?? 0, object.metadata.labels ?? {}, userAnnotations(object)]);
+
 const taintPolicies: SyncedKind = {
   key: 'clustertaintpolicies',
   resource: KARMADA.clusterTaintPolicies,
-  async handle(plane) {
+  async handle(plane, object, deleted) {
+    const seen = seenPolicies.get(plane) ?? new Map<string, string>();
+    seenPolicies.set(plane, seen);
+    const name = object.metadata.name;
+    if (deleted) seen.delete(name);
+    else {
+      // A status write (this app's policy status) changes nothing the evaluation reads: no fan-out.
+      if (seen.get(name) === evaluatedPart(object)) return;
+      seen.set(name, evaluatedPart(object));
+    }
     forgetTaintPolicies(plane);
     await fanOutEvaluations(plane);
   },
-  async relisted(plane) {
+  async relisted(plane, objects) {
+    seenPolicies.set(plane, new Map(objects.map((object) => [object.metadata.name, evaluatedPart(object)])));
     forgetTaintPolicies(plane);
     await fanOutEvaluations(plane);
   },
 };
+
+/** Every ClusterTaintPolicy in Karmada, as the API server has it (status included): what the status round works from. */
+export async function listPolicyObjects(plane: ControlPlane): Promise<KubeObject[]> {
+  return plane.karmada ? (await listAll(plane.karmada.api, KARMADA.clusterTaintPolicies)).items : [];
+}
+
+const conditionTuples = (conditions: readonly Condition[]) =>
+  JSON.stringify(
+    [...conditions].sort((a, b) => a.type.localeCompare(b.type)).map((c) => [c.type, c.status, c.reason ?? '', c.message ?? '', c.lastTransitionTime]),
+  );
+
+/**
+ * Policy status in Karmada mode: each ClusterTaintPolicy's conditions (`statuses`, by name) written to its
+ * status subresource when they differ from what it has, with its resourceVersion (a lost race waits for
+ * the next round). `kubectl wait --for=condition=EvictionInProgress=false clustertaintpolicy/<name>` reads
+ * them. A refusal (no RBAC for clustertaintpolicies/status, a CRD without the subresource) is logged, not
+ * fatal: the API's own view of the status stays right.
+ */
+export async function publishPolicyStatuses(
+  plane: ControlPlane,
+  items: readonly KubeObject[],
+  statuses: ReadonlyMap<string, readonly Condition[]>,
+): Promise<number> {
+  const karmada = plane.karmada;
+  if (!karmada || statuses.size === 0) return 0;
+  let written = 0;
+  for (const object of items) {
+    const conditions = statuses.get(object.metadata.name);
+    const current = (object.status as { conditions?: Condition[] } | undefined)?.conditions ?? [];
+    if (!conditions || conditionTuples(current) === conditionTuples(conditions)) continue;
+    try {
+      await karmada.api.patch(
+        KARMADA.clusterTaintPolicies,
+        object.metadata.name,
+        undefined,
+        { metadata: { resourceVersion: object.metadata.resourceVersion }, status: { conditions } },
+        'merge',
+        'status',
+      );
+      written++;
+    } catch (error) {
+      if (isConflict(error)) continue;
+      if (!(error instanceof KubeApiError)) throw error;
+      plane.log.warn('ClusterTaintPolicy status not written to Karmada', { policy: object.metadata.name, reason: error.message });
+    }
+  }
+  return written;
+}
 
 const bindingKind = (kind: BindingKind, resource: KubeResource, key: string): SyncedKind => {
   const synced: SyncedKind = {

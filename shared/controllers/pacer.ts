@@ -1,10 +1,12 @@
 import type { EvictionRecord } from '../failover/bindingModel';
 import { bypassesGate } from '../failover/drain';
 import { assignSlots } from '../failover/evictionDecision';
-import { shardOf } from '../store/ledgerTable';
-import type { DueGroup, PacerState } from '../store/ports';
+import { orderDue } from '../failover/priority';
+import { dueEntity, shardOf } from '../store/ledgerTable';
+import type { DueGroup, PacerState, VersionedEviction } from '../store/ports';
 import { ATTR, inSpan, recordSpan } from '../telemetry/tracing';
 import type { ControlPlane, EvictionMessage } from './ports';
+import { BudgetGate } from './state/budgets';
 import { evictionEvent, switchEvent, tierEvent } from './state/events';
 import { currentFleetHealth, rememberPacerState } from './state/reads';
 
@@ -13,6 +15,14 @@ import { currentFleetHealth, rememberPacerState } from './state/reads';
  * Send slots come from one stored row (`~pacer`) written with its ETag, so two pacers never hand out the
  * same slot and the rate is the same with one host or four. It looks ahead only WINDOW_MS, so a change of
  * fleet health changes the rate within seconds; at rate 0 it schedules nothing.
+ *
+ * Which due row takes the next slot: the binding's spec.schedulePriority.priority carried in the row, then
+ * the due time, with a hard starvation bound (shared/failover/priority.ts). FailoverBudgets: a row is given a
+ * slot only when every budget that selects its binding has room; the budgets count it in flight (one
+ * ETag-checked write per budget) before it is released. A row without room waits out of the way (state
+ * reason `BudgetExceeded`, one event) and is read again only when its budget has room, so it holds up no
+ * other row and costs nothing while it waits. In flight is counted from a small per-budget record kept by
+ * whoever releases, never from a listing of the bindings (why: shared/controllers/state/budgets.ts).
  */
 export const WINDOW_MS = 3000;
 /** Messages become visible this long before their slot; the worker waits out the rest (see host.json). */
@@ -64,45 +74,105 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   }
 
   const limit = Math.ceil((health.rate * WINDOW_MS) / 1000) + 1;
-  const buckets = new Map<string, DueGroup[]>();
+  const earliest = nowMs + MIN_SLOT_LEAD_MS;
+  // One bucket per (due key, cluster): rows of one due time, priority and holding budget, across the
+  // cluster's shards. Buckets go in the queue's order (shared/failover/priority.ts: due rows by priority,
+  // then due time; a row due for STARVATION_SECONDS goes first whatever its priority).
+  const byKey = new Map<string, DueGroup[]>();
   for (const group of groups) {
-    const id = `${group.dueAt}|${group.cluster}`;
-    const bucket = buckets.get(id);
+    const id = `${group.parkedFor ?? ''}|${group.priority ?? 0}|${group.dueAt}|${group.cluster}`;
+    const bucket = byKey.get(id);
     if (bucket) bucket.push(group);
-    else buckets.set(id, [group]);
+    else byKey.set(id, [group]);
   }
-  const ready: Array<{ record: EvictionRecord; etag: string; group: string }> = [];
+  const buckets = orderDue(
+    [...byKey.values()].map((bucket) => ({ bucket, priority: bucket[0].priority ?? 0, dueAt: Date.parse(bucket[0].dueAt) })),
+    earliest,
+  ).map((c) => c.bucket);
+  // FailoverBudgets: read only when there is something to release (an idle tick reads none).
+  const gate = groups.length > 0 ? await BudgetGate.open(plane, now) : undefined;
+  const ready: Ready[] = [];
   const exhausted: DueGroup[] = [];
   /** Groups with a row the gate holds: kept for when the gate opens. */
   const gated = new Set<string>();
-  for (const bucket of buckets.values()) {
+  let parkable = MAX_PARKED_PER_TICK;
+  for (const bucket of buckets) {
     if (ready.length >= limit) break;
-    const wanted = limit - ready.length;
-    const { dueAt, cluster } = bucket[0];
-    const rows = await plane.ledger.pendingDue(cluster, dueAt, wanted + 1);
-    const taken = rows.slice(0, wanted);
-    for (const row of taken) {
-      const group = `${dueAt}|${cluster}|${shardOf(row.record.bindingKey)}`;
-      if (gateOff && !bypassesGate(row.record)) gated.add(group);
-      else ready.push({ ...row, group });
+    const { dueAt, cluster, priority, parkedFor } = bucket[0];
+    // A budget's waiting rows are read only when it has room again.
+    if (parkedFor !== undefined && !(await gate!.hasRoom(parkedFor))) continue;
+    const seen = new Set<string>();
+    /** Rows of this bucket taken or held by the gate this tick: still pending, so read again by a second round. */
+    let stillPending = 0;
+    let asked = 0;
+    let rows: VersionedEviction[] = [];
+    let full = false;
+    for (let round = 0; round < MAX_ROUNDS && !full; round++) {
+      asked = stillPending + (limit - ready.length) + 1;
+      rows = await plane.ledger.pendingDue(cluster, dueAt, asked, { priority, parkedFor });
+      const toPark: Parking[] = [];
+      for (const row of rows) {
+        if (seen.has(row.record.bindingKey)) continue;
+        if (ready.length >= limit) break;
+        const group = dueEntity(row.record).rowKey;
+        if (gateOff && !bypassesGate(row.record)) {
+          seen.add(row.record.bindingKey);
+          stillPending++;
+          gated.add(group);
+          continue;
+        }
+        const { admission, budgets } = await gate!.admit(row.record);
+        if (admission.allowed) {
+          seen.add(row.record.bindingKey);
+          stillPending++;
+          await gate!.reserve(row.record, budgets, 'pacer');
+          ready.push({ ...row, group, budgets });
+        } else if (admission.blockedBy === parkedFor) {
+          // The budget holding this bucket filled up again this tick: its other rows wait as they are.
+          full = true;
+          break;
+        } else {
+          seen.add(row.record.bindingKey);
+          toPark.push({ row, blockedBy: admission.blockedBy, limit: admission.limit, inFlight: admission.inFlight });
+        }
+      }
+      if (toPark.length === 0) break;
+      await park(plane, toPark, now);
+      parkable -= toPark.length;
+      // Rows behind the ones that now wait are read in another round, while this tick may still park.
+      if (rows.length < asked || ready.length >= limit || parkable <= 0) break;
     }
-    // Rows come in shard order: shards before the last one read have nothing more due at this time.
-    const lastShard = rows.length > wanted ? shardOf(rows[rows.length - 1].record.bindingKey) : '~';
+    // Rows come in shard order: shards before the first row read and not handled have nothing more due here.
+    const firstLeft = rows.find((row) => !seen.has(row.record.bindingKey));
+    const lastShard = firstLeft
+      ? shardOf(firstLeft.record.bindingKey)
+      : rows.length < asked && !full
+        ? '~'
+        : rows.length > 0
+          ? shardOf(rows[rows.length - 1].record.bindingKey)
+          : '~';
     exhausted.push(...bucket.filter((g) => g.shard < lastShard));
   }
   const { slots, nextFreeSlot } = assignSlots(
     ready.map((r) => Date.parse(r.record.dueAt)),
     Date.parse(state.nextSlotAt),
-    nowMs + MIN_SLOT_LEAD_MS,
+    earliest,
     health.rate,
     nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS,
   );
-  const claimed = ready.slice(0, slots.length);
   const next: PacerState = { ...base, nextSlotAt: new Date(nextFreeSlot).toISOString() };
-  if (claimed.length > 0 || healthChanged) {
+  if (slots.length > 0 || healthChanged) {
     if (!(await plane.ledger.putPacerState(next, etag))) return { tier: health.tier, rate: health.rate, scheduled: 0, skipped: 'conflict' };
     await noteTier(plane, state, next);
   }
+  // The budgets count the rows that got a slot as in flight (ETag-checked) before any is released; a row
+  // another writer left no room for keeps its place in line (its slot goes unused).
+  const slotted = new Set(ready.slice(0, slots.length).map((r) => `${r.record.bindingKey}|${r.record.cluster}`));
+  const refused = gate ? await gate.commit((entry) => slotted.has(`${entry.binding}|${entry.cluster}`)) : new Set<string>();
+  const claimed = ready
+    .slice(0, slots.length)
+    .map((r, i) => ({ ...r, slot: slots[i] }))
+    .filter((r) => !refused.has(`${r.record.bindingKey}|${r.record.cluster}`));
 
   // The slots are ours: mark the rows scheduled (ETag-checked, batched per cluster), then send.
   const byCluster = new Map<string, number[]>();
@@ -111,40 +181,17 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   const outgoing: Array<{ slot: number; traceparent?: string; message: EvictionMessage }> = [];
   let scheduled = 0;
   for (const indexes of byCluster.values()) {
-    const updates = indexes.map((i) => ({
-      record: { ...claimed[i].record, state: 'scheduled' as const, scheduledFor: new Date(slots[i]).toISOString(), updatedAt: now.toISOString() },
-      etag: claimed[i].etag,
-    }));
-    let etags: Array<string | undefined>;
-    try {
-      etags = await plane.ledger.updateEvictions(updates);
-    } catch {
-      // One row changed since it was read (abandoned on recovery), and the batches without it may have
-      // landed: read each row again. Ours are scheduled with this tick's stamp (send them with their new
-      // ETag); one still pending at its old ETag is tried alone; any other was taken by someone else.
-      etags = [];
-      for (const update of updates) {
-        const latest = await plane.ledger.getEviction(update.record.cluster, update.record.bindingKey);
-        if (
-          latest?.record.state === 'scheduled' &&
-          latest.record.updatedAt === update.record.updatedAt &&
-          latest.record.scheduledFor === update.record.scheduledFor
-        )
-          etags.push(latest.etag);
-        else if (latest?.record.state === 'pending' && latest.etag === update.etag)
-          etags.push((await plane.ledger.updateEviction(update.record, update.etag)) || undefined);
-        else etags.push(undefined);
-      }
-    }
+    const updates = indexes.map((i) => ({ record: released(claimed[i].record, claimed[i].slot, now), etag: claimed[i].etag }));
+    const etags = await writeRows(plane, updates);
     indexes.forEach((i, k) => {
       const newEtag = etags[k];
       if (!newEtag) return;
       scheduled++;
       const row = updates[k].record;
       outgoing.push({
-        slot: slots[i],
+        slot: claimed[i].slot,
         traceparent: row.traceparent,
-        message: { cluster: row.cluster, bindingKey: row.bindingKey, etag: newEtag, slot: row.scheduledFor, record: row },
+        message: { cluster: row.cluster, bindingKey: row.bindingKey, etag: newEtag, slot: row.scheduledFor!, record: row },
       });
     });
   }
@@ -178,13 +225,112 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
     );
   }
   await Promise.all(sent);
-  // A group is dropped only when every one of its rows got a slot; otherwise it is read again next time.
-  const unclaimed = new Set([...ready.slice(claimed.length).map((r) => r.group), ...gated]);
+  // A group is dropped only when every one of its rows got a slot (or went to wait for a budget);
+  // otherwise it is read again next time.
+  const releasedNow = new Set(claimed.map((r) => `${r.record.bindingKey}|${r.record.cluster}`));
+  const unclaimed = new Set([...ready.filter((r) => !releasedNow.has(`${r.record.bindingKey}|${r.record.cluster}`)).map((r) => r.group), ...gated]);
   await plane.ledger.deleteDue(exhausted.filter((g) => !unclaimed.has(g.rowKey)));
   if (scheduled > 0) {
-    plane.log.info('evictions scheduled', { count: scheduled, tier: health.tier, rate: health.rate, firstSlot: new Date(slots[0]).toISOString() });
+    plane.log.info('evictions scheduled', { count: scheduled, tier: health.tier, rate: health.rate, firstSlot: new Date(claimed[0].slot).toISOString() });
   }
   return { tier: health.tier, rate: health.rate, scheduled };
+}
+
+/** Rows read per bucket in one tick at most this many times (rows that start waiting for a budget make room for the next). */
+const MAX_ROUNDS = 8;
+/** Rows that start waiting for a budget in one tick, at most (the rest on the next tick). */
+export const MAX_PARKED_PER_TICK = 256;
+
+interface Ready extends VersionedEviction {
+  /** Its due group's row key. */
+  group: string;
+  /** The budgets that count it in flight once it has a slot. */
+  budgets: string[];
+}
+
+interface Parking {
+  row: VersionedEviction;
+  blockedBy: string;
+  limit: number;
+  inFlight: number;
+}
+
+/** The row as released: scheduled for its slot; no longer waiting for a budget. */
+function released(record: EvictionRecord, slot: number, now: Date): EvictionRecord {
+  const next: EvictionRecord = { ...record, state: 'scheduled', scheduledFor: new Date(slot).toISOString(), updatedAt: now.toISOString() };
+  if (record.stateReason) {
+    delete next.stateReason;
+    delete next.waitingFor;
+    delete next.message;
+  }
+  return next;
+}
+
+/**
+ * Rows a FailoverBudget has no room for wait, out of the way (state reason `BudgetExceeded`, due key of the
+ * budget: see shared/store/ledger/entities.ts), so they are not read again every tick and the rows behind
+ * them go. The event is written when a row starts waiting, not while it waits.
+ */
+async function park(plane: ControlPlane, rows: Parking[], now: Date): Promise<void> {
+  const at = now.toISOString();
+  const updates = rows.map(({ row, blockedBy, limit, inFlight }) => ({
+    record: {
+      ...row.record,
+      stateReason: 'BudgetExceeded' as const,
+      waitingFor: blockedBy,
+      message: `waiting for FailoverBudget ${blockedBy}: ${inFlight} of ${limit} binding(s) in flight`,
+      updatedAt: at,
+    },
+    etag: row.etag,
+    before: row.record,
+  }));
+  const etags = await writeRows(plane, updates);
+  const waiting = updates.filter((_, i) => etags[i]);
+  if (waiting.length === 0) return;
+  await plane.ledger.addDue(waiting.map((u) => u.record));
+  const started = waiting.filter((u) => u.before.stateReason !== 'BudgetExceeded');
+  if (started.length > 0) {
+    await plane.events.append(
+      started.map(({ record }) =>
+        evictionEvent(
+          record,
+          now,
+          'BudgetExceeded',
+          `eviction from ${record.cluster} waits: ${record.message}; it goes as soon as the budget allows`,
+          'Warning',
+        ),
+      ),
+    );
+    plane.log.info('evictions wait for a budget', { count: started.length, budgets: [...new Set(started.map((u) => u.record.waitingFor))] });
+  }
+}
+
+/**
+ * Writes rows of one cluster with their ETags, batched. When the batch fails (one row changed since it was
+ * read, and the batches without it may have landed), each row is read again: one already at this write (the
+ * same state and stamps) keeps its new ETag; one still pending at its old ETag is tried alone; any other
+ * was taken by someone else (undefined).
+ */
+async function writeRows(plane: ControlPlane, updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>> {
+  try {
+    return await plane.ledger.updateEvictions(updates.map(({ record, etag }) => ({ record, etag })));
+  } catch {
+    const etags: Array<string | undefined> = [];
+    for (const update of updates) {
+      const latest = await plane.ledger.getEviction(update.record.cluster, update.record.bindingKey);
+      if (
+        latest?.record.state === update.record.state &&
+        latest.record.updatedAt === update.record.updatedAt &&
+        latest.record.scheduledFor === update.record.scheduledFor &&
+        latest.record.waitingFor === update.record.waitingFor
+      )
+        etags.push(latest.etag);
+      else if (latest?.record.state === 'pending' && latest.etag === update.etag)
+        etags.push((await plane.ledger.updateEviction(update.record, update.etag)) || undefined);
+      else etags.push(undefined);
+    }
+    return etags;
+  }
 }
 
 /** The pacer that wrote a change of tier records it (the console's tier history). */

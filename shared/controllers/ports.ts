@@ -1,12 +1,14 @@
 import { z } from 'zod';
+import type { FailoverBudgetSpec } from '../api/resources';
 import type { Clock } from '../clock';
 import type { AppConfig } from '../config';
 import type { EvictionRecord } from '../failover/bindingModel';
+import type { PolicyState } from '../failover/policyStatus';
 import type { KubeApi, MemberEndpoint, MemberProber } from '../kube/api';
 import type { BulkDocumentStore, DocumentStore, EventLog, EvictionLedger, FlaggedDocumentStore, MessageQueue } from '../store/ports';
 import type { Logger } from '../telemetry/log';
 import type { FailoverMetrics } from '../telemetry/metrics';
-import type { BindingFlag, BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from './records';
+import type { BindingFlag, BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, StoredMetadata, TemplateRecord } from './records';
 
 /** Where a watch of one kind got to: resume from here after a restart or on another instance. */
 export interface SyncCursor {
@@ -113,10 +115,47 @@ export interface FleetSummary {
   recountedAt?: string;
 }
 
+/** A FailoverBudget as stored (standalone) or read from its custom resource (Karmada mode). */
+export interface FailoverBudgetRecord extends StoredMetadata {
+  namespace: string;
+  spec: FailoverBudgetSpec;
+}
+
+/** One binding in flight under a budget: released (or evicted by application failover), its task not yet seen cleared. */
+export interface InFlightEntry {
+  /** The binding key (`rb:<namespace>:<name>`). */
+  binding: string;
+  cluster: string;
+  /** When it was released. */
+  since: string;
+  /** The pacer (a ledger row it released) or application failover (no ledger row). */
+  by: 'pacer' | 'application';
+}
+
+/**
+ * What is in flight under one budget (document id: the budget's `<namespace>:<name>`), kept by whoever
+ * releases under it, ETag-checked: the in-flight entries, and the count of matching bindings a percentage
+ * is resolved against (recounted at most once a minute, and only for a percentage).
+ */
+export interface BudgetFlight {
+  inFlight: InFlightEntry[];
+  matching?: { count: number; countedAt: string };
+}
+
+/** FailoverBudgets and what is in flight under each (`shared/controllers/state/budgets.ts`). */
+export interface BudgetPorts {
+  /** Standalone: table `failoverbudgets`, applied through /api/apply. Karmada mode: the FailoverBudget custom resources (read only). */
+  rules: DocumentStore<FailoverBudgetRecord>;
+  /** In the app's own table in both modes. */
+  flights: DocumentStore<BudgetFlight>;
+}
+
 /** Everything the controllers touch: Table and Storage queue adapters in the app, in-memory adapters in fast tests. */
 export interface ControlPlane {
   clusters: DocumentStore<ClusterRecord>;
   policies: DocumentStore<PolicyRecord>;
+  /** Per ClusterTaintPolicy (by name), in the app's own table in both modes: the blast-radius guard and the status conditions. */
+  policyStates: DocumentStore<PolicyState>;
   events: EventLog;
   evaluations: MessageQueue<TaintEvaluationMessage>;
   bindings: FlaggedDocumentStore<BindingRecord, BindingFlag>;
@@ -129,6 +168,8 @@ export interface ControlPlane {
   evictions: MessageQueue<EvictionBatch>;
   scheduler: MessageQueue<SchedulerMessage>;
   applicationFailover: MessageQueue<ApplicationFailoverMessage>;
+  /** FailoverBudgets (item: disruption budgets). Absent (some tests): no budget holds anything. */
+  budgets?: BudgetPorts;
   /** Set in Karmada mode (KARMADA_KUBECONFIG). */
   karmada?: KarmadaPorts;
   /** Set when member clusters can be probed. */

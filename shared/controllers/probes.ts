@@ -19,7 +19,8 @@ export interface ProbeRound {
 /**
  * One probe round (seed 001, push mode): GET /readyz on every cluster with an endpoint and credentials,
  * a bounded number at a time, then the Ready condition where a run of answers has held for the
- * threshold. A cluster whose answers did not change costs no write.
+ * threshold. A cluster whose answers did not change costs no write. Each probe's latency and outcome are
+ * recorded, and every listed cluster's Ready state as the round leaves it (cluster_ready_state).
  */
 export async function probeClusters(plane: ControlPlane): Promise<ProbeRound> {
   const started = Date.now();
@@ -30,16 +31,25 @@ export async function probeClusters(plane: ControlPlane): Promise<ProbeRound> {
   const byName = new Map(clusters.map((c) => [c.name, c]));
   const { probeTimeoutSeconds, probeConcurrency } = plane.config.probes;
   const changed: string[] = [];
+  const ready: Record<string, boolean> = Object.fromEntries(clusters.map((c) => [c.name, isReady(c)]));
   let ok = 0;
   await mapConcurrent(endpoints, probeConcurrency, async (endpoint) => {
+    const probeStarted = performance.now();
     const result = await members.prober.probe(endpoint, probeTimeoutSeconds * 1000);
+    plane.metrics.probes.recordProbe(endpoint.cluster, result.outcome, (performance.now() - probeStarted) / 1000);
     if (result.outcome === 'ok') ok++;
     const before = byName.get(endpoint.cluster);
     if (before && !decide(plane, before, result, plane.clock.now()).write) return;
-    if (await recordProbe(plane, endpoint, result)) changed.push(endpoint.cluster);
+    const written = await recordProbe(plane, endpoint, result);
+    if (written === undefined) return;
+    ready[endpoint.cluster] = written;
+    changed.push(endpoint.cluster);
   });
+  plane.metrics.probes.setReadyStates(ready);
   return { probed: endpoints.length, ok, failed: endpoints.length - ok, changed, durationMs: Date.now() - started };
 }
+
+const isReady = (cluster: ClusterRecord) => cluster.conditions.some((c) => c.type === 'Ready' && c.status === 'True');
 
 function decide(plane: ControlPlane, cluster: ClusterRecord, result: { outcome: 'ok' | 'notOk' | 'unreachable'; detail?: string }, now: Date) {
   const threshold = plane.config.probes.failureThresholdSeconds;
@@ -60,9 +70,11 @@ async function recordProbe(
   plane: ControlPlane,
   endpoint: MemberEndpoint,
   result: { outcome: 'ok' | 'notOk' | 'unreachable'; detail?: string },
-): Promise<boolean> {
-  let readyChanged = false;
+): Promise<boolean | undefined> {
+  /** Whether Ready is now True, when this probe changed it. */
+  let readyNow: boolean | undefined;
   await updateCluster(plane, endpoint.cluster, (current, now) => {
+    readyNow = undefined; // decided again on a retry
     if (!current) return { unchanged: undefined };
     const { decision, write } = decide(plane, current, result, now);
     if (!write) return { unchanged: undefined };
@@ -70,8 +82,8 @@ async function recordProbe(
     if (!decision.ready) return { record: current, result: undefined };
     const merged = mergeConditions(current.conditions, [decision.ready], now.toISOString());
     current.conditions = merged.conditions;
-    readyChanged = true;
     const { status, reason } = decision.ready;
+    readyNow = status === 'True';
     return {
       record: current,
       result: undefined,
@@ -90,5 +102,5 @@ async function recordProbe(
       ],
     };
   });
-  return readyChanged;
+  return readyNow;
 }

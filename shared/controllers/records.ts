@@ -5,6 +5,7 @@ import type { BindingKind } from '../failover/bindingModel';
 import type { AnyTaintPolicy, ClusterFacts, ClusterTaint, Condition, PolicyWindow } from '../failover/model';
 import type { ProbeState } from '../failover/probe';
 import type { InheritedField, PolicyRef } from '../failover/propagation';
+import { policyMode } from '../failover/shadow';
 
 /** What every stored object carries, as Kubernetes metadata. */
 export interface StoredMetadata {
@@ -73,6 +74,8 @@ export function clusterFacts(record: ClusterRecord): ClusterFacts {
 /** The decision input of a stored policy; Karmada-shape policies act in creationTimestamp order. */
 export function taintPolicy(record: PolicyRecord): AnyTaintPolicy {
   const spec = record.spec;
+  // failover.io/mode: shadow (shadow.ts); enforcing policies carry no mode.
+  const mode = policyMode(record.annotations) === 'shadow' ? { mode: 'shadow' as const } : {};
   if (isKarmadaTaintPolicySpec(spec)) {
     return {
       shape: 'karmada',
@@ -82,6 +85,7 @@ export function taintPolicy(record: PolicyRecord): AnyTaintPolicy {
       addOnConditions: spec.addOnConditions ?? [],
       removeOnConditions: spec.removeOnConditions ?? [],
       taints: spec.taints,
+      ...mode,
     };
   }
   return {
@@ -89,6 +93,7 @@ export function taintPolicy(record: PolicyRecord): AnyTaintPolicy {
     targetCluster: spec.targetCluster,
     matchConditions: spec.matchConditions ?? [],
     taintsToAdd: spec.taintsToAdd,
+    ...mode,
   };
 }
 

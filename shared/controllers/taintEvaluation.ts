@@ -4,6 +4,7 @@ import { ATTR, inSpan } from '../telemetry/tracing';
 import type { ControlPlane } from './ports';
 import type { ClusterRecord, PolicyRecord } from './records';
 import { updateCluster } from './state/clusterWrites';
+import { recountHolds } from './state/policyGuard';
 import { beginFleetRecount, loadTaintPolicies } from './state/reads';
 
 export { EVALUATION_LEAD_SECONDS, scheduleEvaluation } from './state/clusterWrites';
@@ -32,7 +33,16 @@ export async function resyncAllClusters(plane: ControlPlane): Promise<{ clusters
   const policies = await loadTaintPolicies(plane);
   // The check behind the maintained fleet summary, a full recount once a minute, counts this same listing.
   const recount = await beginFleetRecount(plane);
+  const listedAt = plane.clock.now();
   const clusters = await plane.clusters.list();
+  // The blast-radius guard's places, checked against the same listing before this resync changes anything
+  // (a place taken within 10 s of the listing may be for a write the listing missed: it stays).
+  await recountHolds(
+    plane,
+    clusters,
+    new Date(listedAt.getTime() - 10_000),
+    policies.map((p) => p.name),
+  );
   let changes = 0;
   // From the listed versions: a cluster that needs no change costs no second read (a stale one, one retry).
   for (const entry of clusters) changes += (await evaluateCluster(plane, entry.id, policies, entry)).length;

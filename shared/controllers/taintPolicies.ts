@@ -1,11 +1,28 @@
 import { randomUUID } from 'node:crypto';
 import { type ClusterTaintPolicyInput, type TaintPolicyShape, taintPolicyShape } from '../api/resources';
-import { mutate } from '../store/optimistic';
+import { mapConcurrent } from '../concurrency';
+import { acknowledge, blastRadiusLimit, settle } from '../failover/blastRadius';
+import { DRAIN_REASON } from '../failover/drain';
+import type { Condition } from '../failover/model';
+import {
+  blastRadiusExceeded,
+  conditionsChanged,
+  emptyPolicyState,
+  type EvictionCounts,
+  evictionInProgress,
+  policyConditions,
+  type PolicyState,
+} from '../failover/policyStatus';
+import { policyMode } from '../failover/shadow';
+import { keep, mutate, write } from '../store/optimistic';
+import type { Versioned } from '../store/ports';
+import { listPolicyObjects, publishPolicyStatuses } from './karmadaSync';
 import type { ControlPlane } from './ports';
 import type { PolicyRecord } from './records';
 import { appliedPolicy, ApplyAction } from './state/derivation';
 import { policyEvent } from './state/events';
-import { forgetTaintPolicies } from './state/reads';
+import { acknowledgedEvent, recordAcknowledgementExpired } from './state/policyGuard';
+import { fleetCounts, forgetTaintPolicies } from './state/reads';
 import { fanOutEvaluations } from './taintEvaluation';
 import { policyResource } from './views';
 
@@ -56,6 +73,8 @@ export async function deleteTaintPolicy(plane: ControlPlane, name: string): Prom
       ? 'policy deleted; its taints stay on the clusters (Karmada shape)'
       : 'policy deleted; taints only it held are released (seed shape)';
     await plane.events.append([policyEvent('ClusterTaintPolicy', name, plane.clock.now(), 'Deleted', message)]);
+    // Its guard and conditions go with it (the status round would drop them within seconds anyway).
+    await plane.policyStates.delete(name);
     forgetTaintPolicies(plane);
     await fanOutEvaluations(plane);
   }
@@ -88,6 +107,7 @@ export async function getTaintPolicy(plane: ControlPlane, name: string) {
   const entry = await plane.policies.get(name);
   if (!entry) return undefined;
   const shape = taintPolicyShape(entry.value.spec);
+  const [state, { total }] = await Promise.all([plane.policyStates.get(name), fleetCounts(plane)]);
   const events = await plane.events.list({ kind: 'ClusterTaintPolicy', name, since: entry.value.createdAt, limit: 200 });
   const actions: TaintPolicyAction[] = events
     .filter((e) => (e.reason === 'TaintAdded' || e.reason === 'TaintRemoved') && e.details)
@@ -105,6 +125,171 @@ export async function getTaintPolicy(plane: ControlPlane, name: string) {
     });
   return {
     ...policyResource(entry.value, entry.etag),
-    status: { shape, rules: shapeText(shape), recentActions: actions.slice(-RECENT_ACTIONS) },
+    status: {
+      shape,
+      mode: policyMode(entry.value.annotations),
+      rules: shapeText(shape),
+      recentActions: actions.slice(-RECENT_ACTIONS),
+      ...policyStatusView(plane, entry.value, state?.value, total),
+    },
   };
+}
+
+/**
+ * The status the controllers keep for a policy: its conditions (before the first status refresh, the ones
+ * a policy that holds nothing has) and the blast-radius guard's count.
+ */
+function policyStatusView(plane: ControlPlane, policy: PolicyRecord, state: PolicyState | undefined, total: number) {
+  const current = state ?? emptyPolicyState();
+  const maxShare = plane.config.maxFleetShareTaintedByPolicy;
+  const held = Object.keys(current.held).sort();
+  const conditions =
+    current.conditions.length > 0
+      ? current.conditions
+      : policyConditions(
+          [],
+          [evictionInProgress({ pending: 0, scheduled: 0, clusters: 0 }, 0), blastRadiusExceeded(current, total, maxShare)],
+          new Date(policy.createdAt),
+        );
+  return {
+    conditions,
+    blastRadius: {
+      maxShare,
+      fleet: total,
+      limit: blastRadiusLimit(total, maxShare),
+      held: held.length,
+      clusters: held.slice(0, 100),
+      ...(current.exceeded ? { exceededSince: current.exceeded.since, refused: current.exceeded.refused } : {}),
+      ...(current.acknowledged ? { acknowledgedAt: current.acknowledged.at } : {}),
+    },
+  };
+}
+
+export interface AcknowledgeAnswer {
+  kind: 'ClusterTaintPolicy';
+  name: string;
+  /** The policy now has an acknowledgement in force (given by this call or an earlier one). */
+  acknowledged: boolean;
+  /** This call changed something (false: already acknowledged, or nothing to acknowledge). */
+  changed: boolean;
+  /** Clusters whose taint the guard had refused, now evaluated again. */
+  reevaluated: string[];
+  message: string;
+  conditions: Condition[];
+}
+
+/**
+ * POST /api/clustertaintpolicies/{name}/acknowledge: an admin accepts the policy's exceeded blast radius.
+ * BlastRadiusExceeded turns False and the policy may hold NoExecute/PreferNoExecute taints beyond the share
+ * for the current episode (until it holds them on fewer clusters than the share allows); the refused
+ * clusters are evaluated again at once. Idempotent. Undefined for an unknown policy.
+ */
+export async function acknowledgeTaintPolicy(plane: ControlPlane, name: string): Promise<AcknowledgeAnswer | undefined> {
+  const policy = await plane.policies.get(name);
+  if (!policy) return undefined;
+  const now = plane.clock.now();
+  const { total } = await fleetCounts(plane);
+  const maxShare = plane.config.maxFleetShareTaintedByPolicy;
+  const { result } = await mutate<PolicyState, { state: PolicyState; changed: boolean; refused: string[] }>(plane.policyStates, name, (current) => {
+    const state = current?.value ?? emptyPolicyState();
+    const acked = acknowledge(state, now);
+    if (!acked.changed) return keep({ state, changed: false, refused: [] });
+    const next = { ...acked.guard, conditions: policyConditions(state.conditions, [blastRadiusExceeded(acked.guard, total, maxShare)], now) };
+    return write(next, { state: next, changed: true, refused: acked.refused });
+  });
+  if (result.changed) {
+    await plane.events.append([acknowledgedEvent(name, result.refused, now)]);
+    await Promise.all(result.refused.map((cluster) => plane.evaluations.send({ cluster, reason: 'policy-changed' })));
+    plane.log.info('blast radius acknowledged', { policy: name, refused: result.refused });
+  }
+  const acknowledged = result.state.acknowledged !== undefined;
+  return {
+    kind: 'ClusterTaintPolicy',
+    name,
+    acknowledged,
+    changed: result.changed,
+    reevaluated: result.refused,
+    message: result.changed
+      ? `acknowledged: the policy may go beyond MAX_FLEET_SHARE_TAINTED_BY_POLICY=${maxShare} until it holds NoExecute/PreferNoExecute taints on fewer than ${blastRadiusLimit(total, maxShare)} clusters`
+      : acknowledged
+        ? `already acknowledged at ${result.state.acknowledged!.at}`
+        : 'nothing to acknowledge: BlastRadiusExceeded is False',
+    conditions: policyStatusView(plane, policy.value, result.state, total).conditions,
+  };
+}
+
+/** The ledger rows that make EvictionInProgress True, per cluster: pending and scheduled, drains left out. */
+async function activeEvictions(plane: ControlPlane, clusters: readonly string[]): Promise<Map<string, { pending: number; scheduled: number }>> {
+  const counts = new Map<string, { pending: number; scheduled: number }>();
+  if (clusters.length === 0) return counts;
+  const states = ['pending', 'scheduled'] as const;
+  // A few clusters: a query of each one's partition; many: one scan of the active rows.
+  const rows =
+    clusters.length <= 16
+      ? (await mapConcurrent([...clusters], 8, (cluster) => plane.ledger.listEvictions(cluster, states))).flat()
+      : await plane.ledger.scanEvictions({ states });
+  for (const { record } of rows) {
+    if (record.reason === DRAIN_REASON || (record.state !== 'pending' && record.state !== 'scheduled')) continue;
+    const count = counts.get(record.cluster) ?? { pending: 0, scheduled: 0 };
+    count[record.state]++;
+    counts.set(record.cluster, count);
+  }
+  return counts;
+}
+
+/**
+ * The policy-status round (a 5 s timer): each policy's conditions from its guard and the ledger, written
+ * only when one changed (lastTransitionTime moves only with a status); an acknowledgement whose policy
+ * fell back under the share expires. Standalone, it looks only at the policies with a state document (one
+ * without has never held a faulty taint: GET shows its conditions False), so idle it costs one listing.
+ * In Karmada mode every ClusterTaintPolicy gets its conditions, written to its status subresource when they
+ * differ from what it shows (so `kubectl wait` finds them from the start).
+ */
+export async function refreshPolicyStatuses(plane: ControlPlane): Promise<{ policies: number; written: number; published: number }> {
+  // Karmada mode: one listing of the ClusterTaintPolicies serves both the names and the status to compare with.
+  const [objects, states] = await Promise.all([plane.karmada ? listPolicyObjects(plane) : undefined, plane.policyStates.list()]);
+  const createdAt = new Map((objects ?? []).map((o) => [o.metadata.name, o.metadata.creationTimestamp]));
+  const names = objects ? [...createdAt.keys()] : states.map((s) => s.id);
+  if (names.length === 0) return { policies: 0, written: 0, published: 0 };
+  const listed = new Map<string, Versioned<PolicyState>>(states.map((s) => [s.id, s]));
+  const held = [...new Set(names.flatMap((name) => Object.keys(listed.get(name)?.value.held ?? {})))];
+  const active = await activeEvictions(plane, held);
+  const { total } = await fleetCounts(plane);
+  const maxShare = plane.config.maxFleetShareTaintedByPolicy;
+  const now = plane.clock.now();
+  let written = 0;
+  const statuses = new Map<string, Condition[]>();
+  for (const name of names) {
+    const { result } = await mutate<PolicyState, { conditions: Condition[]; written: boolean; expired: boolean }>(
+      plane.policyStates,
+      name,
+      (current) => {
+        const state = current?.value ?? emptyPolicyState();
+        const settled = settle(state, total, maxShare);
+        const clusters = Object.keys(settled.guard.held);
+        const counts: EvictionCounts = { pending: 0, scheduled: 0, clusters: 0 };
+        for (const cluster of clusters) {
+          const count = active.get(cluster);
+          if (!count) continue;
+          counts.pending += count.pending;
+          counts.scheduled += count.scheduled;
+          counts.clusters++;
+        }
+        const conditions = policyConditions(
+          state.conditions,
+          [evictionInProgress(counts, clusters.length), blastRadiusExceeded(settled.guard, total, maxShare)],
+          current ? now : new Date(createdAt.get(name) ?? now),
+        );
+        if (current && !settled.expired && !conditionsChanged(state.conditions, conditions))
+          return keep({ conditions: state.conditions, written: false, expired: false });
+        return write({ ...settled.guard, conditions }, { conditions, written: true, expired: settled.expired });
+      },
+      listed.get(name),
+    );
+    if (result.written) written++;
+    if (result.expired) await recordAcknowledgementExpired(plane, name, total, maxShare, now);
+    statuses.set(name, result.conditions);
+  }
+  const published = objects ? await publishPolicyStatuses(plane, objects, statuses) : 0;
+  return { policies: names.length, written, published };
 }

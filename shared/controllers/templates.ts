@@ -3,11 +3,21 @@ import type { TemplateInput } from '../api/templates';
 import { mapConcurrent } from '../concurrency';
 import { bindingKey } from '../failover/bindingModel';
 import { POLICY_LABELS, policyDisplay, policyKey, PolicyRef, PropagationCandidate, rankPolicies } from '../failover/propagation';
-import { derivedBindingRef, templateKey, templateNamespace, TemplateRef, templateReplicas } from '../failover/templates';
+import {
+  derivedBindingRef,
+  isPriorityClass,
+  priorityClassOf,
+  priorityClassValue,
+  templateKey,
+  templateNamespace,
+  TemplateRef,
+  templateReplicas,
+} from '../failover/templates';
 import { keep, mutate, write } from '../store/optimistic';
 import { applyDerivedBinding, deleteBinding } from './bindings';
 import type { ControlPlane } from './ports';
 import type { TemplateRecord } from './records';
+import { RecentCache } from './state/cache';
 import type { ApplyAction } from './state/derivation';
 import { templateEvent } from './state/events';
 import { loadPropagationPolicies } from './state/reads';
@@ -77,10 +87,49 @@ function claimMessage(claim: PolicyRef | undefined, before: PolicyRef | undefine
     : `no propagation policy matches any more (was ${policyDisplay(before!)}); its binding keeps its placement`;
 }
 
-/** Creates or updates the binding a claimed template derives (its resource, replicas, the policy's labels). */
+/** PriorityClass values by name, as this process read them in the last second (a re-derivation of many templates reads each once). */
+const priorityClasses = new RecentCache<number | null>(1000);
+
+/**
+ * The derived binding's `spec.schedulePriority`, as Karmada's detector sets it: the `value` of the
+ * PriorityClass the claiming policy names with `priorityClassSource: KubePriorityClass` (applied through
+ * /api/apply, stored as a template). None when the policy names none, or the class is not there (a warning
+ * says so; applying the class derives the policy's templates again).
+ */
+async function schedulePriorityOf(plane: ControlPlane, claim: PolicyRef, candidates: PropagationCandidate[]): Promise<{ priority: number } | undefined> {
+  const policy = candidates.find((c) => policyKey(c) === policyKey(claim));
+  const ref = priorityClassOf(policy?.spec.schedulePriority);
+  if (!ref) return undefined;
+  const value = await priorityClasses.get(
+    plane,
+    async () => {
+      const entry = await plane.templates.get(templateKey(ref));
+      return (entry && priorityClassValue(entry.value.manifest)) ?? null;
+    },
+    { key: ref.name },
+  );
+  if (value === null) {
+    plane.log.warn('PriorityClass not found: the binding gets no schedulePriority', { policy: policyDisplay(claim), priorityClass: ref.name });
+    return undefined;
+  }
+  return { priority: value };
+}
+
+/** After a PriorityClass changed: the templates claimed by the policies that name it are derived again. */
+async function priorityClassChanged(plane: ControlPlane, name: string): Promise<void> {
+  priorityClasses.forget(plane, name);
+  const candidates = await loadPropagationPolicies(plane);
+  const naming = new Set(candidates.filter((c) => priorityClassOf(c.spec.schedulePriority)?.name === name).map((c) => policyKey(c)));
+  if (naming.size === 0) return;
+  const claimed = (await plane.templates.list()).filter((t) => t.value.claimedBy !== undefined && naming.has(policyKey(t.value.claimedBy)));
+  await mapConcurrent(claimed, 16, (entry) => deriveStored(plane, entry, entry.id, candidates));
+}
+
+/** Creates or updates the binding a claimed template derives (its resource, replicas, the policy's labels and priority). */
 async function deriveBinding(plane: ControlPlane, template: TemplateRecord, claim: PolicyRef, candidates: PropagationCandidate[]): Promise<void> {
   const ref = refOf(template);
   const replicas = templateReplicas(ref.apiVersion, ref.kind, template.manifest);
+  const schedulePriority = await schedulePriorityOf(plane, claim, candidates);
   await applyDerivedBinding(
     plane,
     {
@@ -95,6 +144,7 @@ async function deriveBinding(plane: ControlPlane, template: TemplateRecord, clai
         resourceVersion: template.resourceVersion,
       },
       ...(replicas !== undefined ? { replicas } : {}),
+      ...(schedulePriority ? { schedulePriority } : {}),
     },
     candidates,
   );
@@ -143,6 +193,7 @@ export async function applyTemplate(plane: ControlPlane, input: TemplateInput): 
     events.push(templateEvent(ref.kind, display(ref), now, record.claimedBy ? 'Claimed' : 'Unclaimed', claimMessage(record.claimedBy, before)));
   if (events.length > 0) await plane.events.append(events);
   if (record.claimedBy) await deriveBinding(plane, record, record.claimedBy, candidates);
+  if (result !== 'unchanged' && isPriorityClass(ref)) await priorityClassChanged(plane, ref.name);
   return result;
 }
 

@@ -1,3 +1,4 @@
+import type { FailoverBudgetSpec } from '../api/resources';
 import type { EvictionRecord } from '../failover/bindingModel';
 import type { FleetHealth } from '../failover/evictionDecision';
 import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, StoredMetadata, TemplateRecord } from './records';
@@ -85,6 +86,30 @@ export function evictionView(record: EvictionRecord) {
     executedAt: record.executedAt ?? null,
     attempts: record.attempts,
     message: record.message ?? null,
+    // Why a due row waits (`BudgetExceeded`: the FailoverBudget `waitingFor` has no room), and its priority.
+    stateReason: record.stateReason ?? null,
+    waitingFor: record.waitingFor ?? null,
+    priority: record.priority ?? 0,
+  };
+}
+
+/** A FailoverBudget as the API shows it, with what is in flight under it now (as last recorded). */
+export function budgetResource(
+  record: StoredMetadata & { namespace: string; spec: FailoverBudgetSpec },
+  flight: { inFlight: Array<{ binding: string; cluster: string; since: string }>; limit?: number; matching?: number },
+  etag?: string,
+) {
+  return {
+    apiVersion: 'failover.io/v1alpha1',
+    kind: 'FailoverBudget',
+    metadata: { ...metadataView(record, etag), namespace: record.namespace },
+    spec: record.spec,
+    status: {
+      ...(flight.limit !== undefined ? { maxInFlight: flight.limit } : {}),
+      ...(flight.matching !== undefined ? { matchingBindings: flight.matching } : {}),
+      inFlight: new Set(flight.inFlight.map((e) => e.binding)).size,
+      evictions: flight.inFlight.map((e) => ({ binding: e.binding, cluster: e.cluster, since: e.since })),
+    },
   };
 }
 

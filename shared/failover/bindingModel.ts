@@ -33,6 +33,8 @@ export interface PlacementFacts extends BindingRef {
   replicas: number;
   tolerations: Toleration[];
   failoverCluster?: ClusterFailover;
+  /** spec.schedulePriority.priority of the binding (Karmada's field), when set and not 0: the pacer's order. */
+  priority?: number;
   /** Revision of the binding this projection was taken from. */
   rev: number;
 }
@@ -65,6 +67,17 @@ export interface EvictionRecord extends BindingRef {
   traceparent?: string;
   /** Set by the commit that moved the row to `done`: a retried commit recognises its own write. */
   commitId?: string;
+  /**
+   * The binding's spec.schedulePriority.priority when the eviction was planned (absent: 0). The pacer hands
+   * out slots by it (shared/failover/priority.ts) without reading bindings.
+   */
+  priority?: number;
+  /**
+   * Why a `pending` row is not going now although it is due: `BudgetExceeded` while a FailoverBudget
+   * (`waitingFor`, `<namespace>/<name>`) has no room. Cleared when the row is released.
+   */
+  stateReason?: 'BudgetExceeded';
+  waitingFor?: string;
 }
 
 export const resourceKindOf = (spec: Pick<BindingSpec, 'resource'>) => `${spec.resource.apiVersion}/${spec.resource.kind}`;
@@ -92,6 +105,7 @@ export function pendingEviction(
     ...decision,
     purgeMode: placement.failoverCluster?.purgeMode ?? 'Gracefully',
     ...(placement.failoverCluster?.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: placement.failoverCluster.gracePeriodSeconds } : {}),
+    ...(placement.priority ? { priority: placement.priority } : {}),
     decidedAt: now,
     decisionRev: placement.rev,
     attempts: 0,

@@ -64,6 +64,8 @@ export interface TaintPolicy {
   targetCluster?: ClusterAffinity;
   matchConditions: MatchCondition[];
   taintsToAdd: TaintToAdd[];
+  /** `shadow` (annotation failover.io/mode): windows kept, nothing written, findings recorded (shadow.ts). */
+  mode?: 'shadow' | 'enforce';
 }
 
 /** A ClusterTaintPolicy of Karmada's shape (v1.14+): acts at once, in creationTimestamp order. */
@@ -76,6 +78,8 @@ export interface KarmadaTaintPolicy {
   addOnConditions: MatchCondition[];
   removeOnConditions: MatchCondition[];
   taints: PolicyTaint[];
+  /** `shadow` (annotation failover.io/mode): nothing written, findings recorded (shadow.ts). */
+  mode?: 'shadow' | 'enforce';
 }
 
 export type AnyTaintPolicy = TaintPolicy | KarmadaTaintPolicy;

@@ -13,9 +13,11 @@ export interface CandidateCluster extends AffinityTarget {
  * only for a time (its toleration has tolerationSeconds: the taint manager would evict it again, so a
  * binding just evicted from such a cluster would be placed straight back on it). As for eviction, the first
  * toleration that tolerates a taint is the one used. Returns why not, or undefined when it may.
+ * PreferNoSchedule taints are not a reason here: see softTaintReason.
  */
 export function unschedulableReason(cluster: CandidateCluster, tolerations: readonly Toleration[]): string | undefined {
   for (const taint of cluster.taints) {
+    if (taint.effect === 'PreferNoSchedule') continue;
     if (taint.effect === 'PreferNoExecute') return `has taint ${taint.key}:PreferNoExecute`;
     const used = tolerations.find((t) => tolerates(t, taint));
     if (!used) return `has untolerated taint ${taint.key}:${taint.effect}`;
@@ -24,6 +26,17 @@ export function unschedulableReason(cluster: CandidateCluster, tolerations: read
     }
   }
   return undefined;
+}
+
+/**
+ * PreferNoSchedule (Kubernetes' soft NoSchedule): a cluster with an untolerated PreferNoSchedule taint is
+ * used only when the clusters without one cannot satisfy the placement (see the scheduler). A toleration
+ * with effect PreferNoSchedule or no effect tolerates it (Kubernetes and Karmada semantics). Returns the
+ * first such taint, or undefined when the cluster has none.
+ */
+export function softTaintReason(cluster: CandidateCluster, tolerations: readonly Toleration[]): string | undefined {
+  const taint = cluster.taints.find((t) => t.effect === 'PreferNoSchedule' && !tolerations.some((toleration) => tolerates(toleration, t)));
+  return taint ? `has untolerated taint ${taint.key}:PreferNoSchedule` : undefined;
 }
 
 /** Clusters with a graceful-eviction task (Karmada's ClusterEviction filter: "in the process of eviction"). */
@@ -51,6 +64,7 @@ export type PreCheckResult = { ok: true; candidates: string[] } | { ok: false; r
  * cluster, inside the current placement or outside it. (Seed 000 asks for one outside the placement, but
  * seed 001's own Divided example moves the replicas of a failed cluster onto the one still placed; we
  * follow seed 001, so a Divided workload is never blocked while a cluster it runs on can take its replicas.)
+ * A cluster with an untolerated PreferNoSchedule taint counts: the scheduler uses it when nothing else fits.
  */
 export function preScheduleCheck(input: PreCheckInput): PreCheckResult {
   const tolerations = input.placement?.clusterTolerations ?? [];
@@ -63,6 +77,8 @@ export function preScheduleCheck(input: PreCheckInput): PreCheckResult {
       unschedulableReason(c, tolerations) === undefined &&
       (!evicting.includes(c.name) || input.placedOn.includes(c.name)),
   );
+  // A cluster with an untolerated PreferNoSchedule taint is still somewhere to go (last in the list).
+  usable.sort((a, b) => Number(softTaintReason(a, tolerations) !== undefined) - Number(softTaintReason(b, tolerations) !== undefined));
   const type = input.placement?.replicaScheduling?.replicaSchedulingType ?? 'Duplicated';
   if (type === 'Divided') {
     return usable.length > 0

@@ -1,5 +1,5 @@
 import type { Placement } from '../api/resources';
-import { CandidateCluster, evictingClusters, unschedulableReason } from './precheck';
+import { CandidateCluster, evictingClusters, softTaintReason, unschedulableReason } from './precheck';
 import { matchesClusterAffinity } from './selectors';
 
 /**
@@ -7,6 +7,14 @@ import { matchesClusterAffinity } from './selectors';
  * Duplicated keeps the clusters still placed and replaces only lost ones, within the spread constraint;
  * Divided splits the replicas over the available clusters by static weight, or evenly. A binding with no
  * fit keeps what it has; the scheduler never empties a placement by itself.
+ *
+ * PreferNoSchedule (a soft NoSchedule): a cluster not yet placed with an untolerated PreferNoSchedule taint
+ * ("soft") is used only when the other clusters cannot satisfy the placement, and then only as many soft
+ * clusters (in name order) as it takes to reach the placement's minimum: max(1, minGroups) clusters. So a
+ * Duplicated binding never fills maxGroups (nor "every matching cluster") with soft clusters, and a Divided
+ * binding divides over the clean clusters (and those already placed) alone while at least the minimum of
+ * them has a weight; only then do soft clusters join, and the replicas are divided over all the chosen
+ * clusters by weight. A cluster already placed is never moved off for such a taint (it evicts nothing).
  */
 
 export interface SchedulableCluster extends CandidateCluster {
@@ -45,7 +53,8 @@ const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
  * a side effect of placing the binding again (a Divided re-division would otherwise drop a second failed
  * cluster at once, outside the rate and without a task). A cluster not placed is rejected while it has a
  * graceful-eviction task (Karmada's ClusterEviction filter) and for taints (precheck's unschedulableReason:
- * untolerated, PreferNoExecute, or NoExecute tolerated only for a time).
+ * untolerated, PreferNoExecute, or NoExecute tolerated only for a time). An untolerated PreferNoSchedule
+ * taint is no rejection: schedule() uses such a cluster last (softTaintReason).
  */
 export function rejectionReason(
   cluster: SchedulableCluster,
@@ -67,15 +76,13 @@ export function schedule(input: ScheduleInput): ScheduleResult {
   const evicting = evictingClusters(input.gracefulEvictionTasks);
   const rejected: Record<string, string> = {};
   const feasible: string[] = [];
+  /** Feasible, but with an untolerated PreferNoSchedule taint and not placed: used only when needed. */
+  const soft: string[] = [];
   for (const cluster of [...input.clusters].sort((a, b) => byName(a.name, b.name))) {
-    const why = rejectionReason(
-      cluster,
-      input.placement,
-      blocked,
-      input.current.some((c) => c.name === cluster.name),
-      evicting,
-    );
+    const placed = input.current.some((c) => c.name === cluster.name);
+    const why = rejectionReason(cluster, input.placement, blocked, placed, evicting);
     if (why) rejected[cluster.name] = why;
+    else if (!placed && softTaintReason(cluster, input.placement?.clusterTolerations ?? [])) soft.push(cluster.name);
     else feasible.push(cluster.name);
   }
   const kept = input.current.map((c) => ({ name: c.name, replicas: c.replicas ?? input.replicas }));
@@ -89,6 +96,7 @@ export function schedule(input: ScheduleInput): ScheduleResult {
     const want = spread?.maxGroups || spread?.minGroups ? Math.max(spread.maxGroups ?? 0, spread.minGroups ?? 0) : keptNames.length + extra.length;
     const chosen = [...keptNames, ...extra.slice(0, Math.max(0, want - keptNames.length))];
     const minimum = Math.max(1, spread?.minGroups ?? 0);
+    if (chosen.length < minimum) chosen.push(...soft.slice(0, minimum - chosen.length));
     if (chosen.length < minimum) return noFit(`Duplicated needs ${minimum} cluster(s); ${chosen.length} available. ${describe(rejected)}`);
     return { ok: true, clusters: chosen.map((name) => ({ name, replicas: input.replicas })) };
   }
@@ -97,15 +105,21 @@ export function schedule(input: ScheduleInput): ScheduleResult {
   let pool = [...feasible.filter((n) => kept.some((c) => c.name === n)), ...feasible.filter((n) => !kept.some((c) => c.name === n))];
   if (spread?.maxGroups) pool = pool.slice(0, spread.maxGroups);
   const weightRules = input.placement?.replicaScheduling?.weightPreference?.staticWeightList;
-  const weighted = pool
-    .map((name) => {
-      const cluster = input.clusters.find((c) => c.name === name)!;
-      const weight = weightRules ? (weightRules.find((rule) => matchesClusterAffinity(rule.targetCluster, cluster))?.weight ?? 0) : 1;
-      return { name, weight };
-    })
-    .filter((w) => w.weight > 0)
-    .sort((a, b) => byName(a.name, b.name));
-  if (weighted.length === 0 || (spread?.minGroups && weighted.length < spread.minGroups)) {
+  const weigh = (names: readonly string[]) =>
+    names
+      .map((name) => {
+        const cluster = input.clusters.find((c) => c.name === name)!;
+        const weight = weightRules ? (weightRules.find((rule) => matchesClusterAffinity(rule.targetCluster, cluster))?.weight ?? 0) : 1;
+        return { name, weight };
+      })
+      .filter((w) => w.weight > 0);
+  let weighted = weigh(pool);
+  // Soft clusters only for what the others cannot take: up to the minimum, within maxGroups.
+  const minimum = Math.max(1, spread?.minGroups ?? 0);
+  const room = (spread?.maxGroups ? spread.maxGroups : Infinity) - weighted.length;
+  if (weighted.length < minimum && room > 0) weighted = [...weighted, ...weigh(soft).slice(0, Math.min(minimum - weighted.length, room))];
+  weighted.sort((a, b) => byName(a.name, b.name));
+  if (weighted.length < minimum) {
     return noFit(`Divided: no available cluster${weightRules ? ' with a weight' : ''}. ${describe(rejected)}`);
   }
   return { ok: true, clusters: divide(input.replicas, weighted) };

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { matchesCondition, matchesConditions } from './conditions';
+import { isFaultyTaint } from './evictionDecision';
 import {
   AnyTaintPolicy,
   ClusterFacts,
@@ -8,13 +9,13 @@ import {
   isKarmadaPolicy,
   KarmadaTaintPolicy,
   MatchCondition,
-  PolicyWindow,
   taintId,
   TaintPolicy,
   TaintPolicyShape,
   TaintToAdd,
 } from './model';
 import { matchesClusterAffinity } from './selectors';
+import type { ShadowWindow, WouldTaint } from './shadow';
 
 /**
  * "Taint cluster by conditions" for both shapes of ClusterTaintPolicy, with ownership (design decision 3).
@@ -30,6 +31,14 @@ import { matchesClusterAffinity } from './selectors';
  * A taint stays while anything holds it: a person (manual), a seed-shape policy, a Karmada-shape policy,
  * or a Karmada-shape policy that left it. So no policy removes a manual taint, and a Karmada-shape
  * removal does not override a seed-shape policy that still wants the taint.
+ *
+ * Shadow mode (`mode: 'shadow'`, shadow.ts): the policy keeps its windows but adds no taint and takes hold
+ * of none; a Karmada-shape one removes none. The taints it would have added are returned in `wouldTaint`,
+ * each once per match episode (the window remembers which were returned). Taints it held before it was put
+ * in shadow mode follow the usual rules.
+ *
+ * The blast-radius guard (blastRadius.ts) is an input: `blocked` policies add no NoExecute or
+ * PreferNoExecute taint on this cluster (another policy that wants the same taint may).
  *
  * Pure: the cluster's stored facts, the policies and the time in; the new taints, windows, changes and
  * the next deadline out. The result does not depend on the order of `policies`.
@@ -67,8 +76,10 @@ export interface TaintChange {
 
 export interface TaintEvaluation {
   taints: ClusterTaint[];
-  policyWindows: Record<string, PolicyWindow>;
+  policyWindows: Record<string, ShadowWindow>;
   changes: TaintChange[];
+  /** What shadow policies would have added, each once per match episode. */
+  wouldTaint: WouldTaint[];
   /** The earliest future time at which this evaluation would give a different answer. */
   nextDeadline?: Date;
 }
@@ -127,8 +138,19 @@ export function karmadaConditionsMatch(matches: readonly MatchCondition[], condi
 
 interface PolicyState {
   policy: TaintPolicy;
-  window: PolicyWindow;
+  window: ShadowWindow;
   sinceMs: number;
+}
+
+export interface EvaluationOptions {
+  /** Enforcing policies the blast-radius guard holds back: they add no NoExecute/PreferNoExecute taint here. */
+  blocked?: ReadonlySet<string>;
+}
+
+/** What decides a Karmada-shape shadow policy's match episode (its addOnConditions and targets). */
+function karmadaFingerprint(policy: KarmadaTaintPolicy): string {
+  const canonical = JSON.stringify({ k: policy.targetClusters ?? null, a: policy.addOnConditions });
+  return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
 }
 
 interface KarmadaVerdict {
@@ -167,12 +189,14 @@ const withValue = (taint: { key: string; value?: string; effect: ClusterTaint['e
   effect: taint.effect,
 });
 
-export function evaluateTaintPolicies(cluster: ClusterFacts, policies: readonly AnyTaintPolicy[], now: Date): TaintEvaluation {
+export function evaluateTaintPolicies(cluster: ClusterFacts, policies: readonly AnyTaintPolicy[], now: Date, options: EvaluationOptions = {}): TaintEvaluation {
   const nowMs = now.getTime();
+  const blocked = options.blocked ?? new Set<string>();
+  const shadow = (policy: AnyTaintPolicy) => policy.mode === 'shadow';
   const seedPolicies = policies.filter((p): p is TaintPolicy => !isKarmadaPolicy(p)).sort(byName);
   const karmadaPolicies = policies.filter(isKarmadaPolicy).sort(byCreation);
   const states = new Map<string, PolicyState>();
-  const policyWindows: Record<string, PolicyWindow> = {};
+  const policyWindows: Record<string, ShadowWindow> = {};
 
   // Seed shape: the persisted windows.
   for (const policy of seedPolicies) {
@@ -188,7 +212,12 @@ export function evaluateTaintPolicies(cluster: ClusterFacts, policies: readonly 
     } else {
       sinceMs = windowStart(policy, targeted, matched, cluster.conditions, nowMs, time(previous.since));
     }
-    const window: PolicyWindow = { matched, since: new Date(sinceMs).toISOString(), fingerprint };
+    const window: ShadowWindow = { matched, since: new Date(sinceMs).toISOString(), fingerprint };
+    // A shadow policy's findings are recorded once per episode: the same window carries the record.
+    const carried = previous as ShadowWindow | undefined;
+    if (shadow(policy) && carried?.shadowed && carried.fingerprint === fingerprint && carried.matched === matched && carried.since === window.since) {
+      window.shadowed = carried.shadowed;
+    }
     policyWindows[policy.name] = window;
     states.set(policy.name, { policy, window, sinceMs });
   }
@@ -266,12 +295,15 @@ export function evaluateTaintPolicies(cluster: ClusterFacts, policies: readonly 
     if (current.karmada.size === 0 && lapsed.length > 0) current.leftBy = lapsed.sort()[0];
   }
 
-  // 2. Karmada-shape policies in creationTimestamp order: add, then remove.
+  // 2. Karmada-shape policies in creationTimestamp order: add, then remove (shadow policies do neither).
   for (const verdict of verdicts) {
+    if (shadow(verdict.policy)) continue;
     if (verdict.add) {
       for (const taint of verdict.policy.taints) {
         const current = entry(taintId(taint));
         if (!current.before && !held(current)) {
+          // Held back by the blast-radius guard: neither added nor held.
+          if (isFaultyTaint(taint) && blocked.has(verdict.policy.name)) continue;
           current.fresh = withValue(taint);
           current.added = karmadaActor(verdict.policy, 'addOnConditions');
         }
@@ -293,7 +325,7 @@ export function evaluateTaintPolicies(cluster: ClusterFacts, policies: readonly 
   // 3. Seed-shape policies that match, per taint they list: they want that taint.
   const wanting = new Map<string, PolicyState[]>();
   for (const state of states.values()) {
-    if (!state.window.matched) continue;
+    if (!state.window.matched || shadow(state.policy)) continue;
     for (const taint of state.policy.taintsToAdd) {
       const id = taintId(taint);
       wanting.set(id, [...(wanting.get(id) ?? []), state]);
@@ -307,11 +339,13 @@ export function evaluateTaintPolicies(cluster: ClusterFacts, policies: readonly 
       for (const state of wanters) current.seed.add(state.policy.name);
       continue;
     }
-    // Absent: the first policy due adds it (with its value).
+    // Absent: the first policy due adds it (with its value); one the blast-radius guard holds back does not.
     const due = wanters
       .map((state) => ({ state, taint: listed(state, id)!, at: state.sinceMs + listed(state, id)!.addOnMatchSeconds * 1000 }))
+      .filter((d) => !(isFaultyTaint(d.taint) && blocked.has(d.state.policy.name)))
       .sort((a, b) => a.at - b.at || byName(a.state.policy, b.state.policy));
     const first = due[0];
+    if (!first) continue;
     if (nowMs < first.at) {
       deadlines.push(first.at);
       continue;
@@ -320,6 +354,56 @@ export function evaluateTaintPolicies(cluster: ClusterFacts, policies: readonly 
     added.fresh = withValue(first.taint);
     added.added = seedActor(first.state.policy.name, 'addOnMatchSeconds', `the policy's conditions matched for ${first.taint.addOnMatchSeconds}s`);
     for (const state of wanters) added.seed.add(state.policy.name);
+  }
+
+  // 3b. Shadow policies: what they would have added, once per match episode.
+  const wouldTaint: WouldTaint[] = [];
+  const present = (id: string) => {
+    const current = entries.get(id);
+    return current !== undefined && (current.before !== undefined || current.added !== undefined);
+  };
+  const findings = (
+    window: ShadowWindow,
+    policy: string,
+    taints: ReadonlyArray<{ key: string; value?: string; effect: ClusterTaint['effect']; at: number }>,
+  ) => {
+    const recorded = new Set(window.shadowed ?? []);
+    for (const taint of taints) {
+      const id = taintId(taint);
+      if (nowMs < taint.at) {
+        deadlines.push(taint.at);
+        continue;
+      }
+      if (recorded.has(id)) continue;
+      recorded.add(id);
+      wouldTaint.push({ policy, taint: withValue(taint), at: new Date(taint.at).toISOString(), episode: window.since, present: present(id) });
+    }
+    if (recorded.size > 0) window.shadowed = [...recorded].sort();
+  };
+  for (const state of states.values()) {
+    if (!shadow(state.policy) || !state.window.matched) continue;
+    findings(
+      state.window,
+      state.policy.name,
+      state.policy.taintsToAdd.map((t) => ({ ...t, at: state.sinceMs + t.addOnMatchSeconds * 1000 })),
+    );
+  }
+  // A Karmada-shape shadow policy has no windows of its own: its episode is kept as one (on the clusters it
+  // targets), from the first evaluation that saw its addOnConditions match.
+  for (const verdict of verdicts) {
+    if (!shadow(verdict.policy) || !verdict.targeted) continue;
+    const fingerprint = karmadaFingerprint(verdict.policy);
+    const previous = cluster.policyWindows[verdict.policy.name] as ShadowWindow | undefined;
+    const same = previous !== undefined && previous.fingerprint === fingerprint && previous.matched === verdict.add;
+    const window: ShadowWindow = { matched: verdict.add, since: same ? previous.since : now.toISOString(), fingerprint };
+    if (same && previous.shadowed) window.shadowed = previous.shadowed;
+    policyWindows[verdict.policy.name] = window;
+    if (verdict.add)
+      findings(
+        window,
+        verdict.policy.name,
+        verdict.policy.taints.map((t) => ({ ...t, at: time(window.since) })),
+      );
   }
 
   // 4. What stays, what goes, what is new.
@@ -360,6 +444,7 @@ export function evaluateTaintPolicies(cluster: ClusterFacts, policies: readonly 
     taints,
     policyWindows,
     changes,
+    wouldTaint,
     ...(future.length > 0 ? { nextDeadline: new Date(Math.min(...future)) } : {}),
   };
 }

@@ -65,3 +65,24 @@ export function templateReplicas(apiVersion: string, kind: string, object: Recor
   if (apiVersion === 'v1' && kind === 'Pod') return 1;
   return undefined;
 }
+
+/** Kubernetes' PriorityClass (cluster-scoped), applied through /api/apply as a template. */
+export const PRIORITY_CLASS = { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass' } as const;
+
+export const isPriorityClass = (ref: Pick<TemplateRef, 'apiVersion' | 'kind'>): boolean =>
+  ref.apiVersion === PRIORITY_CLASS.apiVersion && ref.kind === PRIORITY_CLASS.kind;
+
+/**
+ * The PriorityClass a policy's `spec.schedulePriority` names, as Karmada's detector reads it: only with
+ * `priorityClassSource: KubePriorityClass` (the other sources are Karmada's plans, not its behaviour).
+ */
+export function priorityClassOf(schedulePriority: { priorityClassSource: string; priorityClassName: string } | undefined): TemplateRef | undefined {
+  if (schedulePriority?.priorityClassSource !== 'KubePriorityClass') return undefined;
+  return { ...PRIORITY_CLASS, name: schedulePriority.priorityClassName };
+}
+
+/** A PriorityClass manifest's `value` (a 32-bit integer, as Kubernetes requires), or undefined when it has none. */
+export function priorityClassValue(manifest: Record<string, unknown>): number | undefined {
+  const value = manifest.value;
+  return typeof value === 'number' && Number.isInteger(value) && value >= -2_147_483_648 && value <= 2_147_483_647 ? value : undefined;
+}

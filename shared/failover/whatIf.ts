@@ -122,9 +122,15 @@ export function whatIf(input: WhatIfInput): WhatIfResult {
     }
     timelines.set(name, timeline);
     if (!cluster.taints.some(isFaultyTaint)) {
+      // NoSchedule and PreferNoSchedule taints only keep new placements off (or away): they evict nothing.
+      const steering = taints
+        .filter((t) => t.cluster === name && cluster.taints.some((held) => held.key === t.key && held.effect === t.effect))
+        .map((t) => `${t.key}:${t.effect}`);
       untainted.push({
         cluster: name,
-        why: `no ClusterTaintPolicy puts a NoExecute or PreferNoExecute taint on it for ${input.condition.type}=${input.condition.status}`,
+        why:
+          `no ClusterTaintPolicy puts a NoExecute or PreferNoExecute taint on it for ${input.condition.type}=${input.condition.status}` +
+          (steering.length > 0 ? ` (it gets only taints that steer new placements and evict nothing: ${steering.join(', ')})` : ''),
       });
     }
   }

@@ -21,6 +21,8 @@ import type { DueGroup, EvictionLedger, PacerState, VersionedEviction } from './
  */
 
 export { shardOf, SHARDS } from './ledger/keys';
+/** A pending row's due group (its row key says which group the pacer read it from). */
+export { dueEntity } from './ledger/dueOrder';
 export type { DueGroup, PacerState, VersionedEviction } from './ports';
 
 export class TableLedger implements EvictionLedger {
@@ -104,9 +106,9 @@ export class TableLedger implements EvictionLedger {
     await this.ready();
     return this.due.listDue(horizon, limit);
   }
-  async pendingDue(cluster: string, dueAt: string, limit: number): Promise<VersionedEviction[]> {
+  async pendingDue(cluster: string, dueAt: string, limit: number, group?: Pick<DueGroup, 'priority' | 'parkedFor'>): Promise<VersionedEviction[]> {
     await this.ready();
-    return this.due.pendingDue(cluster, dueAt, limit);
+    return this.due.pendingDue(cluster, dueAt, limit, group);
   }
   async deleteDue(groups: DueGroup[]): Promise<void> {
     await this.ready();

@@ -86,9 +86,9 @@ const cases: Case[] = [
     errors: [{ path: 'spec.taints[1]', message: 'duplicate taint a:NoExecute (also at spec.taints[0]); taints are unique by key and effect' }],
   },
   {
-    name: 'an effect outside the three',
-    body: json(policy({ taints: [{ key: 'a', effect: 'PreferNoSchedule' }] })),
-    errors: [{ path: 'spec.taints[0].effect', message: 'must be one of "NoSchedule", "PreferNoExecute", "NoExecute"' }],
+    name: 'an effect outside the four',
+    body: json(policy({ taints: [{ key: 'a', effect: 'Evict' }] })),
+    errors: [{ path: 'spec.taints[0].effect', message: 'must be one of "NoSchedule", "PreferNoSchedule", "PreferNoExecute", "NoExecute"' }],
   },
   {
     name: 'an empty taints list',

@@ -327,7 +327,16 @@ const BUILT_IN: ResourceSpec[] = [
       { name: 'READY', type: 'string', value: (o) => conditionStatus(o, 'Ready') },
     ],
   },
-  { group: 'policy.karmada.io', version: 'v1alpha1', kind: 'ClusterTaintPolicy', plural: 'clustertaintpolicies', namespaced: false, isCustom: true },
+  // With a status subresource, as cluster-failover's policy status (status.conditions) needs: `kubectl wait --for=condition=...`.
+  {
+    group: 'policy.karmada.io',
+    version: 'v1alpha1',
+    kind: 'ClusterTaintPolicy',
+    plural: 'clustertaintpolicies',
+    namespaced: false,
+    hasStatus: true,
+    isCustom: true,
+  },
   {
     group: 'policy.karmada.io',
     version: 'v1alpha1',

@@ -19,6 +19,7 @@ import {
   PropagationPolicyRecord,
   TemplateRecord,
 } from '../../shared/controllers/records';
+import type { PolicyState } from '../../shared/failover/policyStatus';
 import { MemoryDocumentStore, MemoryEventLog, MemoryLedger, MemoryMessageQueue } from '../../shared/store/memory';
 import type { SentMessage } from '../../shared/store/memory/messageQueue';
 import { silentLogger } from '../../shared/telemetry/log';
@@ -31,6 +32,7 @@ export function memoryPlane(settings: Record<string, string> = {}, start = '2026
   const stores = {
     clusters: new MemoryDocumentStore<ClusterRecord>(),
     policies: new MemoryDocumentStore<PolicyRecord>(),
+    policyStates: new MemoryDocumentStore<PolicyState>(),
     events: new MemoryEventLog(),
     bindings: new MemoryDocumentStore<BindingRecord, BindingFlag>({ flags: bindingFlags }),
     propagationPolicies: new MemoryDocumentStore<PropagationPolicyRecord>(),

@@ -181,7 +181,7 @@ function clusterObject(): KubeObject {
       taints: [
         { key: NOT_READY, effect: 'NoSchedule', timeAdded: T1 },
         { key: 'maintenance', value: 'disk', effect: 'NoExecute', timeAdded: T1 },
-        { key: 'soft', value: 'x', effect: 'PreferNoSchedule', timeAdded: T1 },
+        { key: 'soft', value: 'x', effect: 'FutureEffect', timeAdded: T1 },
       ],
     },
     status: {
@@ -199,7 +199,7 @@ const OVERLAY: ClusterOverlay = {
   probe: { outcome: 'unreachable', since: T1 },
 };
 
-const SOFT_WIRE = { key: 'soft', value: 'x', effect: 'PreferNoSchedule', timeAdded: T1 };
+const SOFT_WIRE = { key: 'soft', value: 'x', effect: 'FutureEffect', timeAdded: T1 };
 const NOT_READY_WIRE = { key: NOT_READY, effect: 'NoSchedule', timeAdded: T1 };
 const MAINTENANCE_WIRE = { key: 'maintenance', value: 'disk', effect: 'NoExecute', timeAdded: T1 };
 
@@ -265,7 +265,7 @@ describe('toRecord (a Karmada Cluster as the controllers see it)', () => {
       ],
     ],
     [
-      'a taint of an unknown effect (PreferNoSchedule) is not in record.taints',
+      'a taint of an unknown effect (FutureEffect) is not in record.taints',
       clusterObject(),
       undefined,
       (r) => r.taints.map((t) => t.key),
@@ -365,7 +365,7 @@ const REPLACE_CASES: Array<[string, (record: ClusterRecord) => void, ExpectedPat
     [],
   ],
   [
-    'a policy adds a taint: one merge patch of spec.taints (PreferNoSchedule kept) and the owners, no status patch',
+    'a policy adds a taint: one merge patch of spec.taints (FutureEffect kept) and the owners, no status patch',
     (r) => r.taints.push(taint(UNREACHABLE, 'NoExecute', ['unreachable'])),
     [
       (rv) => ({
@@ -379,7 +379,7 @@ const REPLACE_CASES: Array<[string, (record: ClusterRecord) => void, ExpectedPat
               }),
             },
           },
-          // Taints that stay keep their places (the PreferNoSchedule one too); the new one is appended.
+          // Taints that stay keep their places (the FutureEffect one too); the new one is appended.
           spec: { taints: [NOT_READY_WIRE, MAINTENANCE_WIRE, SOFT_WIRE, { key: UNREACHABLE, effect: 'NoExecute', timeAdded: T2 }] },
         },
       }),
@@ -407,7 +407,7 @@ const REPLACE_CASES: Array<[string, (record: ClusterRecord) => void, ExpectedPat
     ],
   ],
   [
-    'the last policy-held taint goes: the owners annotation is deleted (null), PreferNoSchedule kept',
+    'the last policy-held taint goes: the owners annotation is deleted (null), FutureEffect kept',
     (r) => {
       r.taints = r.taints.filter((t) => t.key !== NOT_READY);
     },
@@ -569,7 +569,7 @@ describe('KarmadaClusterStore.replace', () => {
 
   // Changing nothing must cost no request, whatever the shape of what Karmada holds.
   const UNCHANGED: Array<[string, KubeObject]> = [
-    ['a PreferNoSchedule taint listed before the taints the app acts on', withSpec({ taints: [SOFT_WIRE, NOT_READY_WIRE, MAINTENANCE_WIRE] })],
+    ['a FutureEffect taint listed before the taints the app acts on', withSpec({ taints: [SOFT_WIRE, NOT_READY_WIRE, MAINTENANCE_WIRE] })],
     ['a taint Karmada left without timeAdded', withSpec({ taints: [{ key: NOT_READY, effect: 'NoSchedule' }, MAINTENANCE_WIRE, SOFT_WIRE] })],
   ];
 

@@ -638,7 +638,7 @@ describe('validation of the Karmada shape', () => {
       name: 'a mix reported together with a bad field',
       spec: '  taintsToAdd:\n  - {key: a, effect: NoSchedule}\n  taints:\n  - {key: a, effect: Evict}\n',
       errors: [
-        { path: 'spec.taints[0].effect', message: 'must be one of "NoSchedule", "PreferNoExecute", "NoExecute"' },
+        { path: 'spec.taints[0].effect', message: 'must be one of "NoSchedule", "PreferNoSchedule", "PreferNoExecute", "NoExecute"' },
         { path: 'spec.taints', message: 'Karmada-shape field "taints" cannot be mixed with seed-shape field "taintsToAdd"; a policy uses one shape' },
       ],
     },
@@ -658,9 +658,9 @@ describe('validation of the Karmada shape', () => {
       errors: [{ path: 'spec.taints[0].addOnMatchSeconds', message: 'unknown field' }],
     },
     {
-      name: 'an effect outside the three',
-      spec: '  taints:\n  - {key: a, effect: PreferNoSchedule}\n',
-      errors: [{ path: 'spec.taints[0].effect', message: 'must be one of "NoSchedule", "PreferNoExecute", "NoExecute"' }],
+      name: 'an effect outside the four',
+      spec: '  taints:\n  - {key: a, effect: Evict}\n',
+      errors: [{ path: 'spec.taints[0].effect', message: 'must be one of "NoSchedule", "PreferNoSchedule", "PreferNoExecute", "NoExecute"' }],
     },
     {
       name: 'no taints',

@@ -57,9 +57,9 @@ describe('apply decoding', () => {
       ],
     },
     {
-      name: 'an effect outside the three',
-      edit: (y) => y.replace('effect: PreferNoExecute', 'effect: PreferNoSchedule'),
-      errors: [{ path: 'spec.taintsToAdd[0].effect', message: 'must be one of "NoSchedule", "PreferNoExecute", "NoExecute"' }],
+      name: 'an effect outside the four',
+      edit: (y) => y.replace('effect: PreferNoExecute', 'effect: NoEvict'),
+      errors: [{ path: 'spec.taintsToAdd[0].effect', message: 'must be one of "NoSchedule", "PreferNoSchedule", "PreferNoExecute", "NoExecute"' }],
     },
     {
       name: 'a window below 1 s',
@@ -108,7 +108,7 @@ describe('apply decoding', () => {
         {
           path: 'kind',
           message:
-            'unsupported kind "ClusterTaintPolicies"; did you mean "ClusterTaintPolicy"? (supported: Cluster, ClusterTaintPolicy, ResourceBinding, ClusterResourceBinding, PropagationPolicy, ClusterPropagationPolicy)',
+            'unsupported kind "ClusterTaintPolicies"; did you mean "ClusterTaintPolicy"? (supported: Cluster, ClusterTaintPolicy, ResourceBinding, ClusterResourceBinding, PropagationPolicy, ClusterPropagationPolicy, FailoverBudget)',
         },
       ],
     },

@@ -15,6 +15,8 @@ export function placementsOf(record: BindingRecord): PlacementFacts[] {
     replicas: target.replicas ?? record.spec.replicas ?? 0,
     tolerations: record.spec.placement?.clusterTolerations ?? [],
     ...(record.spec.failover?.cluster ? { failoverCluster: record.spec.failover.cluster } : {}),
+    // The pacer's order (spec.schedulePriority.priority), carried into the ledger row when it is planned.
+    ...(record.spec.schedulePriority?.priority ? { priority: record.spec.schedulePriority.priority } : {}),
     rev: record.rev,
   }));
 }

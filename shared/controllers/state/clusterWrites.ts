@@ -1,11 +1,12 @@
 import { isFaultyTaint } from '../../failover/evictionDecision';
-import { evaluateTaintPolicies, TaintChange } from '../../failover/taintPolicy';
+import type { TaintChange } from '../../failover/taintPolicy';
 import { keep, mutate, Mutation, write } from '../../store/optimistic';
 import type { EventRecord, Versioned } from '../../store/ports';
 import { annotate, ATTR } from '../../telemetry/tracing';
 import type { ControlPlane } from '../ports';
 import { clusterFacts, ClusterRecord, PolicyRecord, taintPolicy } from '../records';
 import { taintChangeEvent, taintPolicyActionEvent } from './events';
+import { evaluateWithGuard, PolicyEffects, recordPolicyEffects } from './policyGuard';
 import { forgetFleet, loadTaintPolicies, noteFleetChange } from './reads';
 
 /**
@@ -50,18 +51,28 @@ export async function updateCluster<R>(
   let fleetChanged = false;
   let created = false;
   let faultyNow = false;
+  let policyEffects: PolicyEffects | undefined;
   const outcome = await mutate<ClusterRecord, Written<R>>(
     plane.clusters,
     name,
     async (current: Versioned<ClusterRecord> | undefined): Promise<Mutation<ClusterRecord, Written<R>>> => {
       const now = plane.clock.now();
+      policyEffects = undefined;
       const proposed = change(current ? structuredClone(current.value) : undefined, now);
       if ('unchanged' in proposed) return keep({ value: proposed.unchanged, record: current?.value, changes: [], events: [] });
       const next = proposed.record;
       taintPolicies ??= (await loadTaintPolicies(plane)).map(taintPolicy);
-      const evaluation = evaluateTaintPolicies(clusterFacts(next), taintPolicies, now);
+      // With the blast-radius guard: a new NoExecute/PreferNoExecute taint first takes a place in its policy's share.
+      const evaluation = await evaluateWithGuard(plane, clusterFacts(next), taintPolicies, now);
       next.taints = evaluation.taints;
       next.policyWindows = evaluation.policyWindows;
+      policyEffects = {
+        cluster: next.name,
+        before: current?.value.taints ?? [],
+        after: next.taints,
+        reserved: evaluation.reserved,
+        wouldTaint: evaluation.wouldTaint,
+      };
       schedule = undefined;
       const scheduled = next.evaluationScheduledFor ? new Date(next.evaluationScheduledFor) : undefined;
       if (evaluation.nextDeadline && (!scheduled || scheduled.getTime() <= now.getTime() || scheduled.getTime() > evaluation.nextDeadline.getTime())) {
@@ -88,6 +99,8 @@ export async function updateCluster<R>(
   const { value, record, changes, events } = outcome.result;
   if (fleetChanged) forgetFleet(plane);
   if (events.length > 0) await plane.events.append(events);
+  // The guard's places follow the policies' holds; shadow policies' findings are recorded.
+  if (policyEffects) await recordPolicyEffects(plane, policyEffects, plane.clock.now());
   // The maintained fleet summary: a new cluster, or one that became faulty or recovered.
   if (outcome.etag !== undefined && (created || faultyChanged)) await noteFleetChange(plane, name, { created, faulty: faultyNow });
   if (changes.length > 0) annotate({ [ATTR.cluster]: name, [ATTR.taint]: changes.map((c) => `${c.action} ${c.taint.key}:${c.taint.effect}`).join(', ') });

@@ -19,12 +19,20 @@ export type EventReason =
   | 'ClusterStatusUnknown'
   | 'TaintAdded'
   | 'TaintRemoved'
+  // taint policies: shadow mode's findings and the blast-radius guard (state/policyGuard.ts)
+  | 'WouldTaint'
+  | 'WouldEvict'
+  | 'PolicyBlastRadiusExceeded'
+  | 'BlastRadiusAcknowledged'
+  | 'BlastRadiusAcknowledgementExpired'
   // cluster failover
   | 'EvictionsEnqueued'
   | 'EvictionsAbandoned'
   | 'Evicted'
   | 'EvictionBlocked'
   | 'EvictionPostponed'
+  // a FailoverBudget holds an eviction (written once, when it starts waiting)
+  | 'BudgetExceeded'
   // drain (a person's decision)
   | 'Cordoned'
   | 'DrainStarted'

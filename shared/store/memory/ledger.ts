@@ -1,5 +1,5 @@
 import type { EvictionRecord, EvictionState, PlacementFacts } from '../../failover/bindingModel';
-import { dueEntities } from '../ledger/dueOrder';
+import { bandDueBy, bandRows, dueEntities, dueGroupOf, DueMarker, groupKey, MARKER_ROWS, markerOfEntity, parkedRows } from '../ledger/dueOrder';
 import { evictionEntity, evictionFromEntity, placementEntity, placementFromEntity } from '../ledger/entities';
 import {
   CLUSTER_ROWS,
@@ -221,23 +221,51 @@ export class MemoryLedger implements EvictionLedger {
 
   listDue(horizon: string, limit: number): Promise<DueGroup[]> {
     return this.call('listDue', [horizon, limit], () => {
+      // As the Table adapter: one range up to the horizon (markers, then priority 0), then each range a marker names.
+      const due = (key: string) => key === DUE;
+      const markers: DueMarker[] = [];
       const out: DueGroup[] = [];
-      for (const e of this.table.query(
-        (key) => key === DUE,
-        { ge: '', lt: '\uffff' },
-        (e) => e.rowKey <= dueHorizon(horizon),
-      )) {
-        out.push({ dueAt: String(e.dueAt), cluster: String(e.cluster), shard: String(e.shard), rowKey: e.rowKey });
-        if (out.length >= limit) break;
+      let counted = 0;
+      for (const e of this.table.query(due, { ge: '', lt: '\uffff' }, (e) => e.rowKey <= dueHorizon(horizon))) {
+        if (e.rowKey < MARKER_ROWS.lt) markers.push(markerOfEntity(e));
+        else if (counted < limit) {
+          out.push(dueGroupOf(e));
+          counted++;
+        }
+      }
+      for (const marker of markers) {
+        let groups: DueGroup[];
+        let empty: boolean;
+        if (marker.parkedFor !== undefined) {
+          groups = this.table.query(due, parkedRows(marker.parkedFor)).slice(0, limit).map(dueGroupOf);
+          empty = groups.length === 0;
+        } else {
+          const band = marker.band ?? 0;
+          const all = this.table.query(due, bandRows(band));
+          groups = all
+            .filter((e) => e.rowKey <= bandDueBy(band, horizon))
+            .slice(0, limit)
+            .map(dueGroupOf);
+          empty = all.length === 0;
+        }
+        out.push(...groups);
+        if (empty) {
+          try {
+            this.table.transaction([{ type: 'delete', partitionKey: DUE, rowKey: marker.rowKey, etag: marker.etag }]);
+          } catch (error) {
+            if (statusOf(error) !== 404 && statusOf(error) !== 412) throw error;
+          }
+        }
       }
       return out;
     });
   }
 
-  pendingDue(cluster: string, dueAt: string, limit: number): Promise<VersionedEviction[]> {
+  pendingDue(cluster: string, dueAt: string, limit: number, group: Pick<DueGroup, 'priority' | 'parkedFor'> = {}): Promise<VersionedEviction[]> {
     return this.call('pendingDue', [cluster, dueAt, limit], () => {
+      const key = groupKey({ ...group, dueAt });
       const out: VersionedEviction[] = [];
-      for (const e of this.table.query(clusterPartitions(cluster), EVICTION_ROWS, (e) => e.state === 'pending' && e.dueAt === dueAt)) {
+      for (const e of this.table.query(clusterPartitions(cluster), EVICTION_ROWS, (e) => e.state === 'pending' && e.dueAt === key)) {
         out.push(versioned(e));
         if (out.length >= limit) break;
       }

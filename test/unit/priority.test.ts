@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import { compareDue, DueCandidate, isStarving, orderDue, STARVATION_SECONDS } from '../../shared/failover/priority';
+
+/** The pacer's order (pure): priority, then due time; a row due for STARVATION_SECONDS goes first. */
+
+const N = STARVATION_SECONDS * 1000;
+
+describe('compareDue: which of two due rows takes the next slot', () => {
+  const now = 1_000_000;
+  const row = (priority: number, dueAgoMs: number): DueCandidate => ({ priority, dueAt: now - dueAgoMs });
+  const cases: Array<[string, DueCandidate, DueCandidate, 'first' | 'second']> = [
+    ['higher priority first', row(1000, 0), row(0, 5000), 'first'],
+    ['equal priority: earlier due first', row(5, 1000), row(5, 2000), 'second'],
+    ['negative priority after none', row(-10, 9000), row(0, 0), 'second'],
+    ['a row not yet due goes after a due one, whatever its priority', { priority: 1e9, dueAt: now + 1 }, row(0, 0), 'second'],
+    ['two rows not yet due: earlier due first', { priority: 0, dueAt: now + 10 }, { priority: 9, dueAt: now + 20 }, 'first'],
+    ['a starving row before a higher priority', row(0, N), row(1e9, 0), 'first'],
+    ['just under the bound: priority still wins', row(0, N - 1), row(1e9, 0), 'second'],
+    ['two starving rows: oldest due first, whatever the priority', row(0, N + 5000), row(1e9, N), 'first'],
+  ];
+  it.each(cases)('%s', (_name, a, b, winner) => {
+    const sign = Math.sign(compareDue(a, b, now));
+    expect(sign).toBe(winner === 'first' ? -1 : 1);
+    expect(Math.sign(compareDue(b, a, now))).toBe(-sign);
+  });
+
+  it('orders a mixed queue', () => {
+    const now2 = 10 * N;
+    const items = [
+      { id: 'low-new', priority: 0, dueAt: now2 - 1000 },
+      { id: 'high-new', priority: 100, dueAt: now2 - 500 },
+      { id: 'mid-old', priority: 50, dueAt: now2 - 20_000 },
+      { id: 'low-starving', priority: 0, dueAt: now2 - N - 1 },
+      { id: 'future-high', priority: 1000, dueAt: now2 + 1500 },
+      { id: 'high-starving', priority: 100, dueAt: now2 - 2 * N },
+    ];
+    expect(orderDue(items, now2).map((i) => i.id)).toEqual(['high-starving', 'low-starving', 'high-new', 'mid-old', 'low-new', 'future-high']);
+    expect(isStarving(items[3], now2)).toBe(true);
+  });
+});
+
+/**
+ * The starvation bound, shown by simulation: the pacer gives one slot every 1/r seconds to the first row in
+ * `orderDue`; higher-priority rows keep arriving faster than the rate, so without the bound a low-priority
+ * row would never go. With it, the low row due at `d` goes by d + N + Q/r (+ one slot), Q being the rows due
+ * at or before d still waiting at d + N.
+ */
+describe('starvation bound: no row waits for ever behind a stream of higher-priority rows', () => {
+  interface Row extends DueCandidate {
+    id: string;
+  }
+
+  /** Runs the queue for `seconds`; returns when each row got its slot (ms). */
+  function simulate(options: { rate: number; arrivalsPerSecond: number; backlog: number; seconds: number; starvationMs: number }): Map<string, number> {
+    const { rate, arrivalsPerSecond, backlog, seconds, starvationMs } = options;
+    const waiting: Row[] = [];
+    // At t = 0: a backlog of high rows due at 0, and the low row due at 0 too.
+    for (let i = 0; i < backlog; i++) waiting.push({ id: `backlog-${i}`, priority: 1000, dueAt: 0 });
+    waiting.push({ id: 'low', priority: 0, dueAt: 0 });
+    const sent = new Map<string, number>();
+    const interval = 1000 / rate;
+    let nextArrival = 1000 / arrivalsPerSecond;
+    let arrivals = 0;
+    for (let slot = interval; slot <= seconds * 1000; slot += interval) {
+      while (nextArrival <= slot) {
+        waiting.push({ id: `high-${arrivals++}`, priority: 1000, dueAt: nextArrival });
+        nextArrival += 1000 / arrivalsPerSecond;
+      }
+      const [first] = orderDue(waiting, slot, starvationMs);
+      if (!first) continue;
+      waiting.splice(waiting.indexOf(first), 1);
+      sent.set(first.id, slot);
+    }
+    return sent;
+  }
+
+  const cases = [
+    { rate: 0.5, arrivalsPerSecond: 1, backlog: 0 },
+    { rate: 0.5, arrivalsPerSecond: 5, backlog: 10 },
+    { rate: 1, arrivalsPerSecond: 2, backlog: 30 },
+    { rate: 0.1, arrivalsPerSecond: 1, backlog: 3 },
+    { rate: 10, arrivalsPerSecond: 50, backlog: 500 },
+  ];
+  it.each(cases)('rate $rate/s, $arrivalsPerSecond higher-priority rows/s arriving, backlog $backlog', ({ rate, arrivalsPerSecond, backlog }) => {
+    const horizon = STARVATION_SECONDS + backlog / rate + 120 / rate;
+    const sent = simulate({ rate, arrivalsPerSecond, backlog, seconds: horizon, starvationMs: N });
+    // Q: the backlog due at or before the low row (due at 0) that the rate had not served by N.
+    const servedByN = Math.floor((N / 1000) * rate);
+    const q = Math.max(0, backlog - servedByN);
+    const bound = N + (q / rate) * 1000 + 1000 / rate;
+    expect(sent.get('low')).toBeDefined();
+    expect(sent.get('low')!).toBeLessThanOrEqual(bound);
+    // Not earlier than it should: before N, priority wins (the arrivals are faster than the rate).
+    expect(sent.get('low')!).toBeGreaterThanOrEqual(Math.min(N, (backlog / rate) * 1000));
+
+    // Without the bound the low row never goes while higher-priority rows keep coming.
+    const unbounded = simulate({ rate, arrivalsPerSecond, backlog, seconds: horizon, starvationMs: Number.POSITIVE_INFINITY });
+    expect(unbounded.get('low')).toBeUndefined();
+  });
+});
