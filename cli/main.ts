@@ -18,12 +18,22 @@ Commands:
   get bindings [NS/NAME | NAME]       ResourceBindings and ClusterResourceBindings:
                                       NAMESPACE, NAME, KIND, CLUSTERS, TASKS, AGE (-n NS for one namespace)
   get evictions                       the eviction ledger: CLUSTER, BINDING, STATE, REASON, DUE, MESSAGE
-                                      (--cluster NAME, --state pending|scheduled|done|abandoned|blocked|failed)
-  get policies [NAME]                 ClusterTaintPolicies: NAME, SHAPE, TAINTS, AGE
+                                      (--cluster NAME, --state pending|scheduled|done|abandoned|blocked|failed;
+                                      -o wide adds PURGEMODE, DECIDED, EXECUTED, ATTEMPTS, PRIORITY, WAITING-FOR)
+  get policies [NAME]                 ClusterTaintPolicies: NAME, SHAPE, MODE (shadow|enforce), TAINTS,
+                                      EVICTING (EvictionInProgress), BLAST-RADIUS (held/limit), AGE
   get templates                       resource templates: APIVERSION, KIND, NAMESPACE, NAME
                                       (--kind K, --api-version V, -n NS)
+  get budgets [NS/NAME | NAME]        FailoverBudgets: NAMESPACE, NAME, MAX-IN-FLIGHT, IN-FLIGHT, MATCHING,
+                                      WAITING (rows held back with BudgetExceeded) (-n NS)
+  get failback                        bindings waiting to go back to their home cluster: BINDING, HOME,
+                                      NOW-ON, STATE, DUE (-n NS; none when the server has no failback)
   describe cluster NAME               labels, conditions, taints and who holds them, policy windows, events
   describe binding NS/NAME | NAME     resource, placement, clusters, graceful-eviction tasks, evictions, events
+  describe policy NAME                mode, conditions, blast radius (held, limit, refused, acknowledged),
+                                      recent taint actions, shadow findings (WouldTaint, WouldEvict), events
+  describe budget NS/NAME             selector, max in flight, the evictions in flight and the rows waiting
+                                      for room, in the order they go (NAME -n NS works too)
   apply -f FILE | -f -                create or update objects from YAML (several documents) or JSON;
                                       prints "kind/name created|configured|unchanged" per object
   why binding NS/NAME | NAME          why the binding is where it is: the server's explanation, then its evictions
@@ -60,6 +70,8 @@ Examples:
   cluster-failover get clusters
   cluster-failover get bindings -n default -o yaml
   cluster-failover describe cluster member1
+  cluster-failover describe policy not-ready-trial
+  cluster-failover get budgets -n shop
   cluster-failover apply -f policy.yaml
   cluster-failover what-if fail member1 member2
   cluster-failover events --kind Cluster --name member1 --watch
@@ -72,7 +84,7 @@ interface Command {
 
 const COMMANDS: Record<string, Command> = {
   get: { flags: ['output', 'namespace', 'cluster', 'state', 'kind', 'api-version'], run: get },
-  describe: { flags: [], run: describe },
+  describe: { flags: ['namespace'], run: describe },
   apply: { flags: ['output', 'filename'], run: apply },
   why: { flags: ['output'], run: why },
   pause: { flags: ['output'], run: (ctx) => actions.failoverSwitch(ctx, 'pause') },

@@ -4,6 +4,7 @@ export interface Metadata {
   name: string;
   namespace?: string;
   labels?: Record<string, string>;
+  annotations?: Record<string, string>;
   creationTimestamp?: string;
 }
 
@@ -82,12 +83,83 @@ export interface Eviction {
   executedAt?: string | null;
   attempts?: number;
   message?: string | null;
+  /** `BudgetExceeded` while a FailoverBudget holds a due row back. */
+  stateReason?: string | null;
+  /** The budget holding it (`namespace/name`). */
+  waitingFor?: string | null;
+  priority?: number;
+}
+
+/** `status.blastRadius` of a ClusterTaintPolicy (GET /api/clustertaintpolicies/{name}). */
+export interface BlastRadius {
+  maxShare: number;
+  fleet: number;
+  limit: number;
+  held: number;
+  clusters: string[];
+  exceededSince?: string;
+  refused?: string[];
+  acknowledgedAt?: string;
+}
+
+export interface PolicyAction {
+  time: string;
+  cluster: string;
+  action: string;
+  taint: { key: string; value?: string; effect: string };
+  rule?: string;
+  reason?: string;
 }
 
 export interface Policy {
   metadata: Metadata;
-  spec: { taintsToAdd?: Taint[]; [key: string]: unknown };
-  status?: { shape?: string };
+  spec: {
+    taintsToAdd?: Array<Taint & { addOnMatchSeconds?: number; removeOnMismatchSeconds?: number }>;
+    targetCluster?: unknown;
+    matchConditions?: unknown;
+    [key: string]: unknown;
+  };
+  /** The list has `shape` only; one policy adds the rest. */
+  status?: {
+    shape?: string;
+    mode?: 'shadow' | 'enforce';
+    rules?: string;
+    recentActions?: PolicyAction[];
+    conditions?: Condition[];
+    blastRadius?: BlastRadius;
+  };
+}
+
+/** A FailoverBudget (GET /api/failoverbudgets). */
+export interface Budget {
+  metadata: Metadata & { namespace: string };
+  spec: { selector?: unknown; maxInFlight: number | string };
+  status?: {
+    /** The limit resolved (a percentage once the matching bindings were counted). */
+    maxInFlight?: number;
+    matchingBindings?: number;
+    inFlight?: number;
+    /** `binding` is the binding's key: `rb:<namespace>:<name>` or `crb:<name>`. */
+    evictions?: Array<{ binding: string; cluster: string; since: string }>;
+  };
+}
+
+export type FailbackState = 'waiting-for-home' | 'counting' | 'queued' | 'scheduled' | 'done';
+
+/** One binding of GET /api/failback: waiting to go back to its home cluster. */
+export interface Failback {
+  binding: BindingRef;
+  home: string;
+  replacedBy: string[];
+  windowSeconds: number;
+  healthySince?: string | null;
+  dueAt?: string | null;
+  state: FailbackState;
+  row?: unknown;
+}
+
+export interface FailbackAnswer {
+  bindings: Failback[];
 }
 
 export interface Template {
@@ -171,3 +243,11 @@ export interface WhatIfAnswer {
 
 /** `ns/name` for a ResourceBinding, `name` for a ClusterResourceBinding. */
 export const bindingName = (b: BindingRef): string => (b.namespace ? `${b.namespace}/${b.name}` : b.name);
+
+/** A binding key as budgets record it (`rb:<namespace>:<name>`, `crb:<name>`) shown as `ns/name` or `name`. */
+export function bindingKeyName(key: string): string {
+  const rb = /^rb:([^:]*):(.+)$/.exec(key);
+  if (rb) return `${rb[1]}/${rb[2]}`;
+  const crb = /^crb:(.+)$/.exec(key);
+  return crb ? crb[1] : key;
+}

@@ -1,10 +1,10 @@
-import { UsageError } from '../args';
+import { flag, UsageError } from '../args';
 import { ApiError } from '../client';
 import { Context } from '../context';
 import { yamlOf } from '../output';
 import { age, cell, list, relative, table } from '../tables';
-import { Binding, Cluster, Event, Eviction, ItemList, WhyAnswer } from '../types';
-import { bindingPath, EVICTION_HEADERS, evictionRows } from './get';
+import { Binding, bindingKeyName, bindingName, BindingRef, Budget, Cluster, Event, Eviction, ItemList, Policy, WhyAnswer } from '../types';
+import { bindingPath, blastRadiusText, budgetRef, EVICTION_HEADERS, evictionRows, maxInFlightText, policyMode, selectorText, waitingRows } from './get';
 
 const RECENT_EVENTS = 20;
 
@@ -35,17 +35,29 @@ function eventTable(events: Event[]): string | undefined {
   );
 }
 
+const DESCRIBABLE = 'cluster NAME, binding NAMESPACE/NAME, policy NAME or budget NAMESPACE/NAME';
+
 export async function describe(ctx: Context): Promise<void> {
   if (ctx.output !== 'table') throw new UsageError('describe prints text only; use "get ... -o json|yaml" for the objects');
   const [what, name, ...extra] = ctx.args;
-  if (!what) throw new UsageError('describe needs a resource: cluster NAME or binding NAMESPACE/NAME');
+  if (!what) throw new UsageError(`describe needs a resource: ${DESCRIBABLE}`);
   if (!name) throw new UsageError(`describe ${what} needs a name`);
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
   const kind = what.toLowerCase();
-  if (['cluster', 'clusters'].includes(kind)) process.stdout.write(await describeCluster(ctx, name));
-  else if (['binding', 'bindings', 'rb', 'resourcebinding', 'crb', 'clusterresourcebinding'].includes(kind))
-    process.stdout.write(await describeBinding(ctx, name));
-  else throw new UsageError(`cannot describe "${what}"; use cluster or binding`);
+  const namespace = flag(ctx.parsed, 'namespace');
+  const noNamespace = () => {
+    if (namespace !== undefined) throw new UsageError(`flag --namespace does not apply to "describe ${kind}" (it is cluster-scoped)`);
+  };
+  if (['cluster', 'clusters'].includes(kind)) {
+    noNamespace();
+    process.stdout.write(await describeCluster(ctx, name));
+  } else if (['binding', 'bindings', 'rb', 'resourcebinding', 'crb', 'clusterresourcebinding'].includes(kind))
+    process.stdout.write(await describeBinding(ctx, name, namespace));
+  else if (['policy', 'policies', 'ctp', 'clustertaintpolicy', 'clustertaintpolicies'].includes(kind)) {
+    noNamespace();
+    process.stdout.write(await describePolicy(ctx, name));
+  } else if (['budget', 'budgets', 'fb', 'failoverbudget', 'failoverbudgets'].includes(kind)) process.stdout.write(await describeBudget(ctx, name, namespace));
+  else throw new UsageError(`cannot describe "${what}"; use ${DESCRIBABLE}`);
 }
 
 async function describeCluster(ctx: Context, name: string): Promise<string> {
@@ -127,8 +139,8 @@ async function whyOf(ctx: Context, path: string, binding: Binding, eventName: st
   };
 }
 
-async function describeBinding(ctx: Context, ref: string): Promise<string> {
-  const target = bindingPath(ref);
+async function describeBinding(ctx: Context, ref: string, namespace?: string): Promise<string> {
+  const target = bindingPath(ref, namespace);
   const binding = await ctx.client.get<Binding>(target.path);
   const eventName = binding.metadata.namespace ? `${binding.metadata.namespace}/${binding.metadata.name}` : binding.metadata.name;
   const why = await whyOf(ctx, target.path, binding, eventName, target.kind);
@@ -168,5 +180,139 @@ async function describeBinding(ctx: Context, ref: string): Promise<string> {
   if (why.explanation.length) text += section('Why', why.explanation.join('\n'));
   text += section('Evictions', why.evictions.length ? table(EVICTION_HEADERS, evictionRows(why.evictions)) : undefined);
   text += section(`Events (last ${RECENT_EVENTS})`, eventTable(why.events.slice(-RECENT_EVENTS)));
+  return text;
+}
+
+/** Shadow findings: what a policy in shadow mode would have done. */
+const FINDINGS = ['WouldTaint', 'WouldEvict'];
+
+const taintOf = (t: unknown) => {
+  const taint = (t ?? {}) as { key?: string; value?: string; effect?: string };
+  return `${taint.key ?? '?'}${taint.value ? `=${taint.value}` : ''}:${taint.effect ?? '?'}`;
+};
+
+/** What a finding is about: the taint (WouldTaint) or the binding (WouldEvict). */
+function findingTarget(e: Event): string {
+  const d = e.details ?? {};
+  if (e.reason === 'WouldEvict') {
+    const b = d.binding as BindingRef | undefined;
+    return b?.name ? bindingName(b) : typeof d.bindingKey === 'string' ? bindingKeyName(d.bindingKey) : '<unknown>';
+  }
+  return `${taintOf(d.taint)}${d.present === true ? ' (present)' : ''}`;
+}
+
+async function describePolicy(ctx: Context, name: string): Promise<string> {
+  const [policy, events] = await Promise.all([
+    ctx.client.get<Policy>(`clustertaintpolicies/${encodeURIComponent(name)}`),
+    ctx.client.get<ItemList<Event>>('events', { kind: 'ClusterTaintPolicy', name, limit: '500' }),
+  ]);
+  const status = policy.status ?? {};
+  let text = fields([
+    ['Name', policy.metadata.name],
+    ['Shape', cell(status.shape)],
+    ['Mode', policyMode(policy)],
+    [
+      'Taints',
+      list(
+        (policy.spec.taintsToAdd ?? []).map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`),
+        ', ',
+      ),
+    ],
+    ['Created', when(policy.metadata.creationTimestamp)],
+    ['Rules', cell(status.rules)],
+  ]);
+  if (policy.spec.targetCluster) text += section('Target clusters', await yamlOf(policy.spec.targetCluster));
+  const conditions = status.conditions ?? [];
+  text += section(
+    'Conditions',
+    conditions.length
+      ? table(
+          ['TYPE', 'STATUS', 'REASON', 'LAST TRANSITION', 'MESSAGE'],
+          conditions.map((c) => [c.type, c.status, cell(c.reason), age(c.lastTransitionTime), cell(c.message)]),
+        )
+      : undefined,
+  );
+  const b = status.blastRadius;
+  text += section(
+    'Blast radius',
+    b
+      ? fields([
+          ['Held/limit', blastRadiusText(policy)],
+          ['Limit', `${b.limit} of ${b.fleet} clusters (MAX_FLEET_SHARE_TAINTED_BY_POLICY=${b.maxShare})`],
+          ['Held on', list(b.clusters, ', ')],
+          ['Exceeded since', when(b.exceededSince)],
+          ['Refused', list(b.refused ?? [], ', ')],
+          ['Acknowledged', when(b.acknowledgedAt)],
+        ])
+      : undefined,
+  );
+  const actions = status.recentActions ?? [];
+  text += section(
+    'Recent actions',
+    actions.length
+      ? table(
+          ['AGE', 'CLUSTER', 'ACTION', 'TAINT', 'RULE'],
+          actions
+            .slice()
+            .reverse()
+            .map((a) => [age(a.time), a.cluster, a.action, taintOf(a.taint), cell(a.rule)]),
+        )
+      : undefined,
+  );
+  const findings = events.items.filter((e) => FINDINGS.includes(e.reason)).reverse();
+  text += section(
+    `Shadow findings (${findings.length}, newest first${findings.length > RECENT_EVENTS ? `, the first ${RECENT_EVENTS} shown` : ''})`,
+    findings.length
+      ? table(
+          ['AGE', 'FINDING', 'CLUSTER', 'TARGET', 'WHEN'],
+          findings.slice(0, RECENT_EVENTS).map((e) => {
+            const d = e.details ?? {};
+            return [age(e.time), e.reason, cell(d.cluster as string | undefined), findingTarget(e), typeof d.when === 'string' ? when(d.when) : '<none>'];
+          }),
+        )
+      : undefined,
+  );
+  const others = events.items.filter((e) => !FINDINGS.includes(e.reason));
+  text += section(`Events (last ${RECENT_EVENTS})`, eventTable(others.slice(-RECENT_EVENTS)));
+  return text;
+}
+
+async function describeBudget(ctx: Context, ref: string, namespace?: string): Promise<string> {
+  const target = budgetRef(ref, namespace);
+  const [budget, waiting] = await Promise.all([ctx.client.get<Budget>(target.path), waitingRows(ctx.client)]);
+  const status = budget.status ?? {};
+  // In the pacer's order: higher priority first, then the earlier due time.
+  const held = (waiting.get(`${budget.metadata.namespace}/${budget.metadata.name}`) ?? []).sort(
+    (a, b) => (b.priority ?? 0) - (a.priority ?? 0) || String(a.dueAt).localeCompare(String(b.dueAt)),
+  );
+  let text = fields([
+    ['Name', budget.metadata.name],
+    ['Namespace', budget.metadata.namespace],
+    ['Selector', selectorText(budget.spec.selector)],
+    ['Max in flight', maxInFlightText(budget)],
+    ['Matching bindings', cell(status.matchingBindings)],
+    ['In flight', String(status.inFlight ?? 0)],
+    ['Waiting', String(held.length)],
+    ['Created', when(budget.metadata.creationTimestamp)],
+  ]);
+  const flying = status.evictions ?? [];
+  text += section(
+    'Evictions in flight',
+    flying.length
+      ? table(
+          ['BINDING', 'CLUSTER', 'SINCE'],
+          flying.map((e) => [bindingKeyName(e.binding), e.cluster, `${age(e.since)} (${e.since})`]),
+        )
+      : undefined,
+  );
+  text += section(
+    'Waiting for room',
+    held.length
+      ? table(
+          ['BINDING', 'CLUSTER', 'PRIORITY', 'DUE', 'MESSAGE'],
+          held.map((e) => [bindingName(e.binding), e.cluster, String(e.priority ?? 0), relative(e.dueAt), cell(e.message)]),
+        )
+      : undefined,
+  );
   return text;
 }

@@ -33,3 +33,24 @@ export function bindingName(b: BindingRef): string {
 export function bindingHref(b: BindingRef): string {
   return `#/workload/${b.namespace ? `${encodeURIComponent(b.namespace)}/` : ''}${encodeURIComponent(b.name)}`;
 }
+
+/** A binding key as budgets record it (`rb:<namespace>:<name>`, `crb:<name>`) as a reference. */
+export function keyRef(key: string): BindingRef {
+  const rb = /^rb:([^:]*):(.+)$/.exec(key);
+  if (rb) return { kind: 'ResourceBinding', namespace: rb[1], name: rb[2] };
+  return { kind: 'ClusterResourceBinding', name: key.replace(/^crb:/, '') };
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time, keeping the order. */
+export async function mapLimited<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}

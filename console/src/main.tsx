@@ -1,14 +1,26 @@
 import './app.css';
 import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { BudgetsView } from './budgets';
 import { ClusterView } from './cluster';
+import { FailbackView } from './failback';
 import { FleetView } from './fleet';
+import { PoliciesView, PolicyView } from './policies';
 import { QueueView } from './queue';
 import { alerts, notice, setToken, token } from './state';
 import { WhatIfView } from './whatif';
 import { WorkloadPicker, WorkloadView } from './workload';
 
-type Route = { view: 'fleet' } | { view: 'queue' } | { view: 'whatif' } | { view: 'workload'; ns?: string; name?: string } | { view: 'cluster'; name: string };
+type Route =
+  | { view: 'fleet' }
+  | { view: 'queue' }
+  | { view: 'budgets' }
+  | { view: 'failback' }
+  | { view: 'policies' }
+  | { view: 'policy'; name: string }
+  | { view: 'whatif' }
+  | { view: 'workload'; ns?: string; name?: string }
+  | { view: 'cluster'; name: string };
 
 function parseHash(hash: string): Route {
   const parts = hash
@@ -25,6 +37,14 @@ function parseHash(hash: string): Route {
   switch (parts[0]) {
     case 'queue':
       return { view: 'queue' };
+    case 'budgets':
+      return { view: 'budgets' };
+    case 'failback':
+      return { view: 'failback' };
+    case 'policies':
+      return { view: 'policies' };
+    case 'policy':
+      return parts[1] ? { view: 'policy', name: parts[1] } : { view: 'policies' };
     case 'whatif':
       return { view: 'whatif' };
     case 'workload':
@@ -46,6 +66,14 @@ function title(route: Route): string {
       return 'Fleet';
     case 'queue':
       return 'Eviction queue';
+    case 'budgets':
+      return 'Disruption budgets';
+    case 'failback':
+      return 'Failback';
+    case 'policies':
+      return 'Taint policies';
+    case 'policy':
+      return `Policy ${route.name}`;
     case 'whatif':
       return 'What if clusters fail?';
     case 'workload':
@@ -58,6 +86,9 @@ function title(route: Route): string {
 const NAV: Array<{ href: string; label: string; view: Route['view'] }> = [
   { href: '#/fleet', label: 'Fleet', view: 'fleet' },
   { href: '#/queue', label: 'Eviction queue', view: 'queue' },
+  { href: '#/budgets', label: 'Budgets', view: 'budgets' },
+  { href: '#/failback', label: 'Failback', view: 'failback' },
+  { href: '#/policies', label: 'Policies', view: 'policies' },
   { href: '#/workload', label: 'Workload', view: 'workload' },
   { href: '#/whatif', label: 'What-if', view: 'whatif' },
 ];
@@ -152,7 +183,7 @@ function App() {
           <ul>
             {NAV.map((n) => (
               <li key={n.href}>
-                <a href={n.href} aria-current={route.view === n.view ? 'page' : undefined}>
+                <a href={n.href} aria-current={route.view === n.view || (route.view === 'policy' && n.view === 'policies') ? 'page' : undefined}>
                   {n.label}
                 </a>
               </li>
@@ -179,6 +210,14 @@ function View({ route }: { route: Route }) {
       return <FleetView />;
     case 'queue':
       return <QueueView />;
+    case 'budgets':
+      return <BudgetsView />;
+    case 'failback':
+      return <FailbackView />;
+    case 'policies':
+      return <PoliciesView />;
+    case 'policy':
+      return <PolicyView name={route.name} />;
     case 'whatif':
       return <WhatIfView />;
     case 'workload':

@@ -185,7 +185,8 @@ function SummaryTable({ clusters }: { clusters: ClusterQueue[] }) {
 
 function ClusterRows({ queue, rows }: { queue: ClusterQueue; rows: LedgerRow[] }) {
   const order = (r: LedgerRow) => STATES.indexOf(r.state);
-  const sorted = [...rows].sort((a, b) => order(a) - order(b) || String(a.dueAt).localeCompare(String(b.dueAt)));
+  // As the pacer takes them: by state, then higher priority first, then the earlier due time.
+  const sorted = [...rows].sort((a, b) => order(a) - order(b) || (b.priority ?? 0) - (a.priority ?? 0) || String(a.dueAt).localeCompare(String(b.dueAt)));
   const shown = sorted.slice(0, ROW_LIMIT);
   const id = `queue-${queue.cluster}`;
   return (
@@ -198,12 +199,13 @@ function ClusterRows({ queue, rows }: { queue: ClusterQueue; rows: LedgerRow[] }
           <table data-rows-of={queue.cluster}>
             <caption>
               Ledger rows of {queue.cluster}
-              {sorted.length > shown.length ? ` (first ${shown.length} of ${sorted.length})` : ''}, waiting first
+              {sorted.length > shown.length ? ` (first ${shown.length} of ${sorted.length})` : ''}, waiting first, higher priority first
             </caption>
             <thead>
               <tr>
                 <th scope="col">Workload</th>
                 <th scope="col">State</th>
+                <th scope="col">Priority</th>
                 <th scope="col">Why</th>
                 <th scope="col">Due</th>
                 <th scope="col">Scheduled for</th>
@@ -219,7 +221,20 @@ function ClusterRows({ queue, rows }: { queue: ClusterQueue; rows: LedgerRow[] }
                   </th>
                   <td>
                     <StateBadge state={r.state} />
+                    {r.stateReason ? (
+                      <>
+                        {' '}
+                        <Badge tone="warn">{r.stateReason}</Badge>
+                        {r.waitingFor ? (
+                          <small>
+                            {' '}
+                            waiting for <a href="#/budgets">{r.waitingFor}</a>
+                          </small>
+                        ) : null}
+                      </>
+                    ) : null}
                   </td>
+                  <td data-col="priority">{r.priority ?? 0}</td>
                   <td>{[r.reason, r.why].filter(Boolean).join(': ')}</td>
                   <td>
                     <When iso={r.dueAt} />

@@ -102,3 +102,13 @@ export function usePoll<T>(source: string, load: () => Promise<T>, everyMs: numb
   const refresh = useCallback(() => tick.current(), []);
   return { data, error, loading, refresh };
 }
+
+/** The current time, re-read every `everyMs` (for countdowns). */
+export function useNow(everyMs = 1000): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), everyMs);
+    return () => clearInterval(timer);
+  }, [everyMs]);
+  return now;
+}

@@ -64,6 +64,10 @@ export interface LedgerRow {
   executedAt?: string | null;
   attempts?: number;
   message?: string | null;
+  /** `BudgetExceeded` while a FailoverBudget (`waitingFor`, `namespace/name`) holds the due row back. */
+  stateReason?: string | null;
+  waitingFor?: string | null;
+  priority?: number;
 }
 export type HeldBy = null | 'paused' | 'gate' | 'halted';
 export interface ClusterQueue {
@@ -103,6 +107,7 @@ export interface FleetEvent {
   type: 'Normal' | 'Warning';
   reason: string;
   message: string;
+  details?: Record<string, unknown>;
 }
 export interface GracefulEvictionTask {
   fromCluster: string;
@@ -160,4 +165,51 @@ export interface WhatIf {
   eta: string | null;
   heldBy: HeldBy;
   counts: { evictions: number; blocked: number; tolerated: number; alreadyDecided: number };
+}
+export interface BlastRadius {
+  maxShare: number;
+  fleet: number;
+  limit: number;
+  held: number;
+  clusters: string[];
+  exceededSince?: string;
+  refused?: string[];
+  acknowledgedAt?: string;
+}
+export interface Policy {
+  metadata: { name: string; annotations?: Record<string, string>; creationTimestamp?: string };
+  spec: { taintsToAdd?: Taint[] };
+  /** The list has `shape` only; one policy adds the rest. */
+  status?: {
+    shape?: string;
+    mode?: 'shadow' | 'enforce';
+    rules?: string;
+    conditions?: Condition[];
+    blastRadius?: BlastRadius;
+    recentActions?: Array<{ time: string; cluster: string; action: string; taint: Taint; rule?: string; reason?: string }>;
+  };
+}
+export interface Budget {
+  metadata: { name: string; namespace: string };
+  spec: {
+    selector?: { matchLabels?: Record<string, string>; matchExpressions?: Array<{ key: string; operator: string; values?: string[] }> };
+    maxInFlight: number | string;
+  };
+  status?: {
+    maxInFlight?: number;
+    matchingBindings?: number;
+    inFlight?: number;
+    /** `binding` is a binding key: `rb:<namespace>:<name>` or `crb:<name>`. */
+    evictions?: Array<{ binding: string; cluster: string; since: string }>;
+  };
+}
+export type FailbackState = 'waiting-for-home' | 'counting' | 'queued' | 'scheduled' | 'done';
+export interface Failback {
+  binding: BindingRef;
+  home: string;
+  replacedBy: string[];
+  windowSeconds: number;
+  healthySince?: string | null;
+  dueAt?: string | null;
+  state: FailbackState;
 }

@@ -1,5 +1,6 @@
 import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +27,8 @@ beforeAll(async () => {
     RESOURCE_EVICTION_RATE: '50',
     CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: '3600',
     CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: '3600',
+    // One cluster per policy (the least the guard allows) in a fleet under 40 clusters: the guard test below crosses it.
+    MAX_FLEET_SHARE_TAINTED_BY_POLICY: '0.05',
   });
   // Healthy clusters enough that the failures below keep the fleet in its primary tier.
   await seed(Array.from({ length: 12 }, (_, i) => cluster(`spare${i + 1}`)));
@@ -179,8 +182,8 @@ describe('get', () => {
 
   it('lists policies and templates', async () => {
     const policies = await ok(['get', 'policies']);
-    expect(lines(policies.stdout)[0]).toMatch(/^NAME {3,}SHAPE {3,}TAINTS {3,}AGE$/);
-    expect(policies.stdout).toMatch(/cli-policy {3,}seed {3,}cli\/not-ready:NoSchedule/);
+    expect(lines(policies.stdout)[0]).toMatch(/^NAME {3,}SHAPE {3,}MODE {3,}TAINTS {3,}EVICTING {3,}BLAST-RADIUS {3,}AGE$/);
+    expect(policies.stdout).toMatch(/^cli-policy {3,}seed {3,}enforce {3,}cli\/not-ready:NoSchedule {3,}False {3,}0\/1 {3,}\d+s$/m);
     await seed([{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cli-config', namespace: 'cli' }, data: { a: '1' } }]);
     const templates = await ok(['get', 'templates', '--kind', 'ConfigMap']);
     expect(lines(templates.stdout)).toEqual([
@@ -402,5 +405,202 @@ describe('drain, uncordon, what-if and why', () => {
     const missing = await cli(['why', 'binding', 'default/no-such-binding']);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('NotFound');
+  });
+});
+
+/** A binding of the budget test: labelled for its selector, with a priority, on `from` and free to move to `to`. */
+const budgeted = (name: string, from: string, to: string, priority: number) => {
+  const b = movable(name, from, to);
+  return { ...b, metadata: { ...b.metadata, labels: { team: 'bud' } }, spec: { ...b.spec, schedulePriority: { priority } } };
+};
+
+describe('budgets, priority, policy status and failback', () => {
+  it('get budgets and describe budget show what is in flight and what waits; get evictions -o wide the priority and the budget', async () => {
+    await seed([
+      cluster('bud1'),
+      cluster('bud2'),
+      {
+        apiVersion: 'failover.io/v1alpha1',
+        kind: 'FailoverBudget',
+        metadata: { name: 'cli-budget', namespace: 'default' },
+        spec: { selector: { matchLabels: { team: 'bud' } }, maxInFlight: 1 },
+      },
+      budgeted('bud-low', 'bud1', 'bud2', 5),
+      budgeted('bud-high', 'bud1', 'bud2', 9),
+    ]);
+    await seed([cluster('bud1', true)]);
+    // The higher priority goes first; its old copy is not confirmed gone, so the other waits for the budget.
+    const waiting = await waitFor(
+      async () => {
+        const items = (await api(host.url, 'GET', 'evictions?cluster=bud1')).body.items;
+        const pending = items.filter((r: any) => r.state === 'pending');
+        return pending.length === 1 && pending[0].stateReason === 'BudgetExceeded' && items.length === 2 ? pending : undefined;
+      },
+      15_000,
+      100,
+    );
+    expect(waiting).toEqual([
+      expect.objectContaining({ binding: expect.objectContaining({ name: 'bud-low' }), waitingFor: 'default/cli-budget', priority: 5 }),
+    ]);
+
+    const table = await ok(['get', 'budgets', '-n', 'default']);
+    expect(lines(table.stdout)[0]).toMatch(/^NAMESPACE {3,}NAME {3,}MAX-IN-FLIGHT {3,}IN-FLIGHT {3,}MATCHING {3,}WAITING$/);
+    expect(table.stdout).toMatch(/^default {3,}cli-budget {3,}1 {3,}1 {3,}<none> {3,}1$/m);
+    const wide = await ok(['get', 'budgets', '-o', 'wide']);
+    expect(wide.stdout).toMatch(/^default {3,}cli-budget {3,}1 {3,}1 {3,}<none> {3,}1 {3,}team=bud {3,}\d+s$/m);
+    const one = JSON.parse((await ok(['get', 'budget', 'default/cli-budget', '-o', 'json'])).stdout);
+    expect(one.status).toMatchObject({
+      maxInFlight: 1,
+      inFlight: 1,
+      evictions: [expect.objectContaining({ binding: 'rb:default:bud-high', cluster: 'bud1' })],
+    });
+    expect(JSON.parse((await ok(['get', 'budgets', 'cli-budget', '-n', 'default', '-o', 'json'])).stdout)).toEqual(one);
+    const none = await ok(['get', 'budgets', '-n', 'nowhere']);
+    expect(none.stdout).toBe('');
+    expect(none.stderr).toBe('No resources found.\n');
+    expect((await cli(['get', 'budgets', 'default/no-such-budget'])).code).toBe(1);
+    expect((await cli(['get', 'budgets', 'a/b/c'])).code).toBe(2);
+
+    const text = (await ok(['describe', 'budget', 'default/cli-budget'])).stdout;
+    expect(text).toMatch(/^Selector: +team=bud$/m);
+    expect(text).toMatch(/^Max in flight: +1$/m);
+    expect(text).toMatch(/^In flight: +1$/m);
+    expect(text).toMatch(/^Evictions in flight:\n {2}BINDING {3,}CLUSTER {3,}SINCE\n {2}default\/bud-high {3,}bud1 {3,}\S+ \(\S+Z\)$/m);
+    expect(text).toMatch(
+      /^Waiting for room:\n {2}BINDING {3,}CLUSTER {3,}PRIORITY {3,}DUE {3,}MESSAGE\n {2}default\/bud-low {3,}bud1 {3,}5 {3,}.*waiting for FailoverBudget default\/cli-budget/m,
+    );
+
+    const evictions = await ok(['get', 'evictions', '--cluster', 'bud1', '-o', 'wide']);
+    expect(lines(evictions.stdout)[0]).toMatch(/ {3,}ATTEMPTS {3,}PRIORITY {3,}WAITING-FOR$/);
+    expect(evictions.stdout).toMatch(/^bud1 {3,}default\/bud-low {3,}pending {3,}.* {3,}5 {3,}default\/cli-budget$/m);
+    expect(evictions.stdout).toMatch(/^bud1 {3,}default\/bud-high {3,}(scheduled|done) {3,}.* {3,}9 {3,}<none>$/m);
+  });
+
+  it('get policies shows the mode, EvictionInProgress and the blast radius; describe policy the shadow findings; acknowledge lifts the guard', async () => {
+    await seed([cluster('sh1'), cluster('g1'), cluster('g2'), movable('sh-web', 'sh1', 'spare1')]);
+    const shadow = taintPolicy('cli-shadow', ['sh1'], 'sh/not-ready', 'NoExecute').replace(
+      'name: cli-shadow\n',
+      'name: cli-shadow\n  annotations:\n    failover.io/mode: shadow\n',
+    );
+    await ok(['apply', '-f', '-'], { input: `${shadow}---\n${taintPolicy('cli-guard', ['g1', 'g2'], 'g/not-ready', 'NoExecute')}` });
+    await Promise.all(['sh1', 'g1', 'g2'].map((name) => report(name, 'False')));
+    await waitFor(
+      async () => {
+        const events = (await api(host.url, 'GET', 'events?kind=ClusterTaintPolicy&name=cli-shadow')).body.items;
+        return events.some((e: any) => e.reason === 'WouldEvict') ? true : undefined;
+      },
+      15_000,
+      100,
+    );
+    const guard = await waitFor(
+      async () => {
+        const p = (await api(host.url, 'GET', 'clustertaintpolicies/cli-guard')).body;
+        return p.status.conditions.some((c: any) => c.type === 'BlastRadiusExceeded' && c.status === 'True') ? p : undefined;
+      },
+      15_000,
+      100,
+    );
+    // EvictionInProgress comes with the policy status round (every 5 s): until then EVICTING is <unknown>.
+    const [held] = guard.status.blastRadius.clusters;
+    const [refused] = guard.status.blastRadius.refused;
+
+    const table = await ok(['get', 'policies']);
+    expect(table.stdout).toMatch(/^cli-shadow {3,}seed {3,}shadow {3,}sh\/not-ready:NoExecute {3,}False {3,}0\/1 {3,}\d+s$/m);
+    expect(table.stdout).toMatch(/^cli-guard {3,}seed {3,}enforce {3,}g\/not-ready:NoExecute {3,}(True|False|<unknown>) {3,}1\/1\(exceeded\) {3,}\d+s$/m);
+    const wide = await ok(['get', 'policies', 'cli-guard', '-o', 'wide']);
+    expect(wide.stdout).toMatch(new RegExp(`^cli-guard .* {3,}0\\.05 {3,}${held} {3,}${refused}$`, 'm'));
+
+    const findings = (await ok(['describe', 'policy', 'cli-shadow'])).stdout;
+    expect(findings).toMatch(/^Mode: +shadow$/m);
+    expect(findings).toMatch(/^ {2}BlastRadiusExceeded {3,}False {3,}WithinShare /m);
+    expect(findings).toMatch(/^Shadow findings \(2, newest first\):\n {2}AGE {3,}FINDING {3,}CLUSTER {3,}TARGET {3,}WHEN$/m);
+    expect(findings).toMatch(/^ {2}\S+ {3,}WouldTaint {3,}sh1 {3,}sh\/not-ready:NoExecute {3,}\S+Z \(.*\)$/m);
+    expect(findings).toMatch(/^ {2}\S+ {3,}WouldEvict {3,}sh1 {3,}default\/sh-web {3,}\S+Z \(.*\)$/m);
+    expect(findings).toMatch(/^Events \(last 20\):\n {2}AGE .*\n {2}\S+ +Normal {3,}Created /m);
+
+    const before = (await ok(['describe', 'policy', 'cli-guard'])).stdout;
+    expect(before).toMatch(/^Mode: +enforce$/m);
+    expect(before).toMatch(/^ {2}BlastRadiusExceeded {3,}True {3,}PolicyBlastRadiusExceeded /m);
+    expect(before).toMatch(/^Blast radius:\n {2}Held\/limit: +1\/1\(exceeded\)$/m);
+    expect(before).toMatch(new RegExp(`^ {2}Held on: +${held}$`, 'm'));
+    expect(before).toMatch(new RegExp(`^ {2}Refused: +${refused}$`, 'm'));
+    expect(before).toMatch(/^ {2}Acknowledged: +<none>$/m);
+    expect(before).toMatch(new RegExp(`^Recent actions:\\n {2}AGE .*\\n {2}\\S+ {3,}${held} {3,}added {3,}g/not-ready:NoExecute {3,}addOnMatchSeconds$`, 'm'));
+    expect(before).toMatch(/^Shadow findings \(0, newest first\):\n {2}<none>$/m);
+    expect(before).toMatch(/^ {2}\S+ +Warning {3,}PolicyBlastRadiusExceeded {3,}did not taint cluster /m);
+
+    expect((await ok(['acknowledge', 'policy', 'cli-guard'])).stdout).toBe('clustertaintpolicy/cli-guard acknowledged; 1 cluster evaluated again\n');
+    await waitFor(
+      async () => ((await api(host.url, 'GET', 'clustertaintpolicies/cli-guard')).body.status.blastRadius.held === 2 ? true : undefined),
+      15_000,
+      100,
+    );
+    expect((await ok(['get', 'policies', 'cli-guard'])).stdout).toMatch(
+      /^cli-guard {3,}seed {3,}enforce {3,}g\/not-ready:NoExecute {3,}(True|False|<unknown>) {3,}2\/1\(acknowledged\) /m,
+    );
+    const after = (await ok(['describe', 'policy', 'cli-guard'])).stdout;
+    expect(after).toMatch(/^ {2}BlastRadiusExceeded {3,}False {3,}Acknowledged /m);
+    expect(after).toMatch(/^ {2}Acknowledged: +\S+Z \(.*\)$/m);
+
+    expect((await cli(['describe', 'policy'])).code).toBe(2);
+    expect((await cli(['describe', 'policy', 'cli-guard', '-n', 'default'])).code).toBe(2);
+    const missing = await cli(['describe', 'policy', 'no-such-policy']);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('NotFound');
+  });
+
+  it('get failback: nothing on a server without failback, and the table from the documented answer', async () => {
+    const served = await api(host.url, 'GET', 'failback');
+    const run = await ok(['get', 'failback']);
+    if (served.status === 404) {
+      // This host has no GET /api/failback yet (another change adds it): the CLI treats that as no failback data.
+      expect(run.stdout).toBe('');
+      expect(run.stderr).toBe('No resources found.\n');
+      expect(JSON.parse((await ok(['get', 'failback', '-o', 'json'])).stdout)).toEqual({ bindings: [] });
+    } else {
+      expect(served.status).toBe(200);
+      if (served.body.bindings.length > 0) expect(lines(run.stdout)[0]).toMatch(/^BINDING {3,}HOME {3,}NOW-ON {3,}STATE {3,}DUE$/);
+      else expect(run.stderr).toBe('No resources found.\n');
+    }
+    expect((await cli(['get', 'failback', 'web'])).code).toBe(2);
+
+    // The rendering of the documented answer, from a stub server (the host may not serve it yet).
+    const dueAt = new Date(Date.now() + 240_000).toISOString();
+    const answer = {
+      bindings: [
+        {
+          binding: { kind: 'ResourceBinding', namespace: 'shop', name: 'web' },
+          home: 'member1',
+          replacedBy: ['member2', 'member3'],
+          windowSeconds: 300,
+          healthySince: new Date(Date.now() - 60_000).toISOString(),
+          dueAt,
+          state: 'counting',
+        },
+        { binding: { kind: 'ClusterResourceBinding', name: 'crds' }, home: 'member4', replacedBy: ['member2'], windowSeconds: 300, state: 'waiting-for-home' },
+      ],
+    };
+    const stub = createHttpServer((req, res) => {
+      res.writeHead(req.url === '/api/failback' ? 200 : 404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(req.url === '/api/failback' ? answer : { error: 'not found' }));
+    });
+    await new Promise<void>((resolve) => stub.listen(0, '127.0.0.1', resolve));
+    try {
+      const server = `http://127.0.0.1:${(stub.address() as { port: number }).port}`;
+      const table = await ok(['get', 'failback'], { server });
+      expect(lines(table.stdout)).toEqual([
+        expect.stringMatching(/^BINDING {3,}HOME {3,}NOW-ON {3,}STATE {3,}DUE$/),
+        expect.stringMatching(/^shop\/web {3,}member1 {3,}member2,member3 {3,}counting {3,}in (4m|3m5\ds)$/),
+        expect.stringMatching(/^crds {3,}member4 {3,}member2 {3,}waiting-for-home {3,}<none>$/),
+      ]);
+      const wide = await ok(['get', 'failback', '-o', 'wide', '-n', 'shop'], { server });
+      expect(lines(wide.stdout)).toEqual([
+        expect.stringMatching(/^BINDING {3,}HOME {3,}NOW-ON {3,}STATE {3,}DUE {3,}WINDOW {3,}HEALTHY-SINCE$/),
+        expect.stringMatching(/^shop\/web {3,}member1 {3,}member2,member3 {3,}counting {3,}in \S+ {3,}300s {3,}\d+s ago$/),
+      ]);
+      expect(JSON.parse((await ok(['get', 'failback', '-o', 'json'], { server })).stdout)).toEqual(answer);
+    } finally {
+      await new Promise((resolve) => stub.close(resolve));
+    }
   });
 });

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterKey, signReport } from '../../shared/auth/signing';
 import { axeViolations, launchBrowser } from '../helpers/browser';
 import { binding, cluster } from '../helpers/fleet';
-import { HostProcess, startHostProcess } from '../helpers/hostProcess';
+import { api, HostProcess, startHostProcess } from '../helpers/hostProcess';
 
 /**
  * The operator console in a real browser against a real local host (AUTH_MODE=required): the token typed
@@ -54,6 +54,17 @@ async function expectAccessible(view: string): Promise<void> {
   ).toEqual([]);
 }
 
+const policy = (name: string, clusters: string[], key: string, effect: string, annotations?: Record<string, string>) => ({
+  apiVersion: 'policy.karmada.io/v1alpha1',
+  kind: 'ClusterTaintPolicy',
+  metadata: { name, ...(annotations ? { annotations } : {}) },
+  spec: {
+    targetCluster: { clusterNames: clusters },
+    matchConditions: [{ conditionType: 'Ready', operator: 'In', statusValues: ['False'] }],
+    taintsToAdd: [{ key, effect, addOnMatchSeconds: 1 }],
+  },
+});
+
 /** Polls the page until the assertion holds (vitest's default of 1 s is too short for a 2 s refresh). */
 const eventually = <T>(read: () => T | Promise<T>, timeout = 10_000) => expect.poll(read, { timeout, interval: 100 });
 const focused = () => page.evaluate<string | undefined>('document.activeElement?.textContent');
@@ -70,6 +81,8 @@ beforeAll(async () => {
       ADMIN_TOKEN: ADMIN,
       REPORTER_SIGNING_KEY: SIGNING,
       RESOURCE_EVICTION_RATE: '5',
+      // One NoExecute/PreferNoExecute cluster per policy in this fleet of four: the guard test crosses it.
+      MAX_FLEET_SHARE_TAINTED_BY_POLICY: '0.25',
     }),
     launchBrowser(),
   ]);
@@ -84,6 +97,15 @@ beforeAll(async () => {
         matchConditions: [{ conditionType: 'Ready', operator: 'In', statusValues: ['False', 'Unknown'] }],
         taintsToAdd: [{ key: 'cluster.karmada.io/not-ready', effect: 'NoExecute', addOnMatchSeconds: 1 }],
       },
+    },
+    // The same match in shadow mode: it records what it would do and writes nothing.
+    policy('edge-trial', ['edge1'], 'edge/trial', 'NoExecute', { 'failover.io/mode': 'shadow' }),
+    // Room for every eviction of the walk-through (they stay in flight: no old copy is confirmed gone).
+    {
+      apiVersion: 'failover.io/v1alpha1',
+      kind: 'FailoverBudget',
+      metadata: { name: 'shop-budget', namespace: 'default' },
+      spec: { selector: {}, maxInFlight: 20 },
     },
     ...Array.from({ length: BINDINGS }, (_, i) => binding(`shop${i}`, ['edge1'])),
   ]);
@@ -237,5 +259,122 @@ describe('operator console', () => {
     await page.getByRole('button', { name: 'Uncordon edge4' }).click();
     await eventually(() => page.getByTestId('notice').textContent()).toMatch(/^Uncordoned edge4/);
     await eventually(() => edge4.textContent()).not.toContain('unschedulable');
+  }, 60_000);
+
+  it('shows budgets, the priority in the queue, policies with shadow findings and the guard, and failback', async () => {
+    // Budgets: what is in flight under each and the rows it holds.
+    await page.getByRole('link', { name: 'Budgets', exact: true }).click();
+    await eventually(() => heading().textContent()).toBe('Disruption budgets');
+    const budget = page.locator('tr[data-budget="default/shop-budget"]');
+    const inFlight = (await api(host.url, 'GET', 'failoverbudgets/default/shop-budget')).body.status.inFlight;
+    expect(inFlight).toBeGreaterThanOrEqual(BINDINGS);
+    await eventually(() => budget.locator('[data-col="in-flight"]').textContent()).toMatch(/^\d+\/20$/);
+    expect(await budget.textContent()).toContain('all bindings of the namespace');
+    await eventually(() => page.locator('table[data-flight-of="default/shop-budget"]').textContent()).toContain('default/shop0');
+    await expectAccessible('budgets');
+
+    // The queue's rows carry their priority.
+    await page.getByRole('link', { name: 'Eviction queue' }).click();
+    const rows = page.locator('table[data-rows-of="edge1"]');
+    await eventually(() => rows.locator('thead').textContent()).toContain('Priority');
+    expect(await rows.locator('td[data-col="priority"]').first().textContent()).toBe('0');
+
+    // Policies, by keyboard: the nav link, then the first policy of the table after the view's heading.
+    await page.getByRole('link', { name: 'Policies', exact: true }).focus();
+    await page.keyboard.press('Enter');
+    await eventually(() => heading().textContent()).toBe('Taint policies');
+    expect(await page.evaluate<string>('document.activeElement?.tagName')).toBe('H2');
+    const trial = page.locator('tr[data-policy="edge-trial"]');
+    await eventually(() => trial.textContent()).toContain('shadow');
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('edge-not-ready');
+    const enforcing = await page.locator('tr[data-policy="edge-not-ready"]').textContent();
+    expect(enforcing).toContain('enforce');
+    expect(enforcing).toContain('BlastRadiusExceeded=False');
+    expect(await page.locator('tr[data-policy="edge-not-ready"] [data-col="blast-radius"]').textContent()).toBe('1/1');
+    // The shadow policy's finding on edge1 (reported Ready=False in the walk-through), newest first.
+    const finding = page.locator('[data-testid="findings"] tr[data-finding="WouldTaint"]');
+    await eventually(() => finding.first().textContent()).toContain('edge/trial:NoExecute');
+    expect(await finding.first().textContent()).toContain('edge1');
+    await expectAccessible('policies');
+
+    // The guard: a second policy may hold its NoExecute taint on one cluster of four; edge3 is refused until acknowledged.
+    await apply([policy('edge-wide', ['edge2', 'edge3'], 'edge/wide', 'PreferNoExecute')]);
+    await Promise.all([reportReady('edge2', 'False'), reportReady('edge3', 'False')]);
+    const wide = page.locator('tr[data-policy="edge-wide"]');
+    await eventually(() => wide.textContent(), 15_000).toContain('BlastRadiusExceeded=True');
+    expect(await wide.textContent()).toMatch(/1\/1 exceededrefused: edge[23]/);
+    const acknowledge = page.getByRole('button', { name: 'Acknowledge edge-wide' });
+    await acknowledge.waitFor();
+    await expectAccessible('policies with the guard exceeded');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await acknowledge.click();
+    await eventually(() => page.getByTestId('notice').textContent()).toMatch(/^Acknowledged edge-wide: acknowledged/);
+    await eventually(() => wide.textContent(), 15_000).toContain('BlastRadiusExceeded=False');
+    await eventually(() => wide.locator('[data-col="blast-radius"]').textContent(), 15_000).toBe('2/1');
+    expect(await wide.textContent()).toContain('acknowledged');
+
+    // One policy: its status and its findings.
+    await trial.getByRole('link', { name: 'edge-trial' }).click();
+    await eventually(() => heading().textContent()).toBe('Policy edge-trial');
+    await eventually(() => page.locator('[data-testid="findings"]').textContent()).toContain('WouldTaint');
+    expect(await page.locator('[data-testid="blast-radius"]').textContent()).toContain('1 of 4 clusters');
+    await expectAccessible('policy');
+
+    // Failback: what the host serves, if it serves it.
+    const served = await api(host.url, 'GET', 'failback');
+    await page.getByRole('link', { name: 'Failback', exact: true }).click();
+    await eventually(() => heading().textContent()).toBe('Failback');
+    if (served.status === 404) {
+      // No GET /api/failback on this host yet (another change adds it): the view says there is no failback data.
+      await eventually(() => page.locator('main').textContent()).toContain('No failback data');
+    } else {
+      expect(served.status).toBe(200);
+      await eventually(() => page.locator('main').textContent()).toMatch(served.body.bindings.length ? /Going home.*Workload/ : /No workload is waiting/);
+    }
+    await expectAccessible('failback');
+
+    // The rendering of the documented answer, stubbed in the browser: the countdown runs every second.
+    const dueAt = new Date(Date.now() + 45_000).toISOString();
+    await page.route('**/api/failback', (route) =>
+      route.fulfill({
+        status: 200,
+        contentType: 'application/json',
+        body: JSON.stringify({
+          bindings: [
+            {
+              binding: { kind: 'ResourceBinding', namespace: 'default', name: 'shop0' },
+              home: 'edge1',
+              replacedBy: ['edge2'],
+              windowSeconds: 60,
+              healthySince: new Date().toISOString(),
+              dueAt,
+              state: 'counting',
+            },
+            {
+              binding: { kind: 'ResourceBinding', namespace: 'default', name: 'shop1' },
+              home: 'edge1',
+              replacedBy: ['edge3'],
+              windowSeconds: 60,
+              state: 'done',
+            },
+          ],
+        }),
+      }),
+    );
+    try {
+      await page.getByRole('link', { name: 'Fleet', exact: true }).click();
+      await page.getByRole('link', { name: 'Failback', exact: true }).click();
+      const row = page.locator('tr[data-failback="default/shop0"]');
+      await eventually(() => row.textContent()).toContain('counting');
+      const countdown = row.locator('time').last();
+      const first = await countdown.textContent();
+      expect(first).toMatch(/^in \d+ s$/);
+      await eventually(() => countdown.textContent(), 5_000).not.toBe(first);
+      expect(await page.getByTestId('failback').locator('caption').textContent()).toContain('1 waiting, 1 back home');
+      await expectAccessible('failback with bindings');
+    } finally {
+      await page.unroute('**/api/failback');
+    }
   }, 60_000);
 });
