@@ -22,6 +22,7 @@ import './evictionSummary';
 import './failoverSwitch';
 import './whatIf';
 import './bindingWhy';
+import './failback';
 import './healthz';
 import './console';
 // HTTP: health and workload reports

@@ -695,13 +695,37 @@ export const propagationSpecSchema = strictObject({
 });
 export type PropagationSpec = z.infer<typeof propagationSpecSchema>;
 
-export const propagationPolicySchema = resourceSchema('policy.karmada.io/v1alpha1', 'PropagationPolicy', namespacedMetadataSchema, propagationSpecSchema);
+/** Failback (shared/failover/failback.ts): the bindings a policy governs go back home this many seconds after it is healthy again. */
+export const FAILBACK_ANNOTATION = 'failover.io/failback-after-seconds';
+/** The longest failback window: 30 days. */
+export const MAX_FAILBACK_SECONDS = 30 * 24 * 3600;
+
+/** Why a failback annotation value is refused (undefined when it is a whole number of seconds, at most 30 days). */
+export function failbackWindowProblem(value: string): string | undefined {
+  if (!/^\d{1,10}$/.test(value)) return `must be a whole number of seconds such as "600", got ${JSON.stringify(value)}`;
+  if (Number(value) > MAX_FAILBACK_SECONDS) return `must be at most ${MAX_FAILBACK_SECONDS} (30 days), got "${value}"`;
+  return undefined;
+}
+
+const checkFailbackAnnotation = (policy: { metadata: { annotations?: Record<string, string> } }, ctx: z.RefinementCtx) => {
+  const value = policy.metadata.annotations?.[FAILBACK_ANNOTATION];
+  const problem = value === undefined ? undefined : failbackWindowProblem(value);
+  // One path segment, as for failover.io/mode: metadata.annotations["failover.io/failback-after-seconds"].
+  if (problem) ctx.addIssue({ code: 'custom', path: ['metadata', `annotations["${FAILBACK_ANNOTATION}"]`], message: problem });
+};
+
+export const propagationPolicySchema = resourceSchema(
+  'policy.karmada.io/v1alpha1',
+  'PropagationPolicy',
+  namespacedMetadataSchema,
+  propagationSpecSchema,
+).superRefine(checkFailbackAnnotation);
 export const clusterPropagationPolicySchema = resourceSchema(
   'policy.karmada.io/v1alpha1',
   'ClusterPropagationPolicy',
   metadataSchema(objectName),
   propagationSpecSchema,
-);
+).superRefine(checkFailbackAnnotation);
 export type PropagationPolicyInput = z.infer<typeof propagationPolicySchema>;
 export type ClusterPropagationPolicyInput = z.infer<typeof clusterPropagationPolicySchema>;
 

@@ -3,6 +3,7 @@ import { sleep } from '../clock';
 import { EvictionRecord, parseBindingKey } from '../failover/bindingModel';
 import { bypassesGate, DRAIN_REASON, isCordoned } from '../failover/drain';
 import { isFaultyTaint } from '../failover/evictionDecision';
+import { decideFailback, FAILBACK_REASON, failbackClusters, purgeNever, recordFailoverEviction, replacementOf } from '../failover/failback';
 import { evictFromPlacement } from '../failover/placementEviction';
 import { preScheduleCheck } from '../failover/precheck';
 import type { MissedRule } from '../failover/statePreservation';
@@ -10,6 +11,7 @@ import { keep, write } from '../store/optimistic';
 import type { EventRecord, PacerState, Versioned, VersionedEviction } from '../store/ports';
 import { errorFields } from '../telemetry/log';
 import { annotate, ATTR, currentTraceCarrier, inSpan, recordSpan } from '../telemetry/tracing';
+import { failbackWindowOf, failedBackEvent, homeFacts, reconcileFailbackBinding } from './failback';
 import { oldCopyRemovedEvents, sweepRecord } from './gracefulEviction';
 import { unschedule } from './pacer';
 import type { ControlPlane, EvictionBatch, EvictionMessage } from './ports';
@@ -33,7 +35,19 @@ const cleanScans = new RecentCache<number>(Number.POSITIVE_INFINITY);
  * applied to the binding but not committed; `recovered`: the cluster is no longer faulty, the row is
  * abandoned; `requeued`: (repair only) the row is back in line for a new slot.
  */
-export type WorkerOutcome = 'evicted' | 'finished' | 'duplicate' | 'postponed' | 'blocked' | 'left' | 'recovered' | 'requeued' | 'lost-race';
+export type WorkerOutcome =
+  | 'evicted'
+  | 'finished'
+  | 'duplicate'
+  | 'postponed'
+  | 'blocked'
+  | 'left'
+  | 'recovered'
+  | 'requeued'
+  | 'lost-race'
+  // A Failback row: the binding went home; or it did not (the home is not healthy, or the rule now says no).
+  | 'failed-back'
+  | 'cancelled';
 
 /**
  * Executes one paced eviction. Acts only if the row is still `scheduled` at the ETag the pacer left, the
@@ -126,16 +140,11 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
     await unschedule(plane, record, row.etag, hold);
     return 'postponed';
   }
+  if (record.reason === FAILBACK_REASON) return settleFailback(plane, row, mode, binding, holdReason, switchesReadAt);
   // Design decision 8: the source cluster's taint, read now from storage (no cache an abandon pass could race).
   // An answer that took long may describe the cluster as it was before a recovery written meanwhile: it is
   // read again until one comes back promptly (or three tries), so the window stays about one read wide.
-  let source: Versioned<ClusterRecord> | undefined;
-  let prompt = false;
-  for (let attempt = 0; attempt < 3 && !prompt; attempt++) {
-    const asked = performance.now();
-    source = await plane.clusters.get(record.cluster);
-    prompt = performance.now() - asked <= SLOW_READ_MS;
-  }
+  const { cluster: source, prompt } = await promptRead(plane, record.cluster);
   // Never act on a taint read answered late: it may describe the cluster as it was before a recovery. So an
   // eviction is always decided on a read served at most SLOW_READ_MS before the worker acts.
   if (!prompt && mode === 'evict') {
@@ -201,6 +210,17 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   let landedAt: string | undefined;
   let followUps: EventRecord[] = [];
   let placedInWrite: { swept: number } | undefined;
+  // Failback: a binding whose policy asks for it remembers the cluster a failure took it off (not a drain).
+  // Never in the way of the eviction itself: a policy listing that fails records no home (logged).
+  const windowSeconds =
+    !drain && !purgeNever(binding.value.spec.failover)
+      ? await failbackWindowOf(plane, binding.value).catch((error: unknown) => {
+          plane.log.warn('the failback window could not be read; this eviction records no home', { binding: record.bindingKey, ...errorFields(error) });
+          return undefined;
+        })
+      : undefined;
+  /** The eviction took the binding off a cluster that stood in for a home: that home's failback now points at what replaced it. */
+  let transferred = false;
   const writeStarted = Date.now();
   const {
     result: evicted,
@@ -237,6 +257,14 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
       }
       landedAt = undefined;
       missedRules = eviction.missedRules;
+      const kept = eviction.clusters.map((c) => c.name);
+      transferred = Object.values(current.failback ?? {}).some((e) => !e.doneAt && (e.replacedBy ?? []).includes(record.cluster));
+      /** The failback entries after this eviction; `gained`: what the same write placed the binding on, when it did. */
+      const remember = (target: BindingRecord, gained?: string[]) => {
+        const entries = recordFailoverEviction(target.failback, { evicted: record.cluster, kept, gained, windowSeconds, now: at });
+        if (entries) target.failback = entries;
+        else delete target.failback;
+      };
       current.spec.clusters = eviction.clusters;
       current.spec.gracefulEvictionTasks = eviction.gracefulEvictionTasks;
       const placed = new Set(eviction.clusters.map((c) => c.name));
@@ -250,12 +278,17 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
         const placed = structuredClone(current);
         const decision = placeRecord(placed, fleet, at);
         if (decision.outcome === 'scheduled') {
+          remember(
+            placed,
+            (placed.spec.clusters ?? []).map((c) => c.name).filter((name) => !kept.includes(name)),
+          );
           const dropped = sweepRecord(placed, at, plane.config);
           followUps = [decision.event, ...oldCopyRemovedEvents(placed, dropped, at)];
           placedInWrite = { swept: dropped.length };
           return write(placed, true);
         }
       }
+      remember(current);
       return write(current, true);
     },
     { placementsAlreadyRemoved: [record.cluster], current: binding },
@@ -280,7 +313,222 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
       });
   }
   const outcome = await finishEviction(plane, row, landedAt ?? executedAt, written && etag ? { value: written, etag } : undefined, followUps);
+  if (transferred && written && etag) {
+    // The home this cluster stood in for may be healthy already: its failback is planned on the new replacement now.
+    try {
+      await reconcileFailbackBinding(plane, record.bindingKey);
+    } catch (error) {
+      plane.log.warn('failback planning after an eviction failed; the resync plans it', { binding: record.bindingKey, ...errorFields(error) });
+    }
+  }
   return outcome === 'finished' ? 'evicted' : outcome;
+}
+
+/**
+ * A cluster read from storage until an answer comes back promptly (three tries at most): an answer that took
+ * long may describe the cluster as it was before a write made meanwhile (a recovery, a new failure).
+ */
+async function promptRead(plane: ControlPlane, name: string): Promise<{ cluster?: Versioned<ClusterRecord>; prompt: boolean }> {
+  let cluster: Versioned<ClusterRecord> | undefined;
+  let prompt = false;
+  for (let attempt = 0; attempt < 3 && !prompt; attempt++) {
+    const asked = performance.now();
+    cluster = await plane.clusters.get(name);
+    prompt = performance.now() - asked <= SLOW_READ_MS;
+  }
+  return { cluster, prompt };
+}
+
+/**
+ * Settles a scheduled `Failback` row (shared/failover/failback.ts). The binding goes back only if the rule
+ * still says so on the home as read from storage right now (never from a cache; a late answer is never acted
+ * on): Ready and free of NoExecute/PreferNoExecute taints for the whole window, admitted by the placement,
+ * the binding still on the cluster that replaced it, the policy still asking for it. A home whose healthy
+ * run restarted since the row was planned (a flap) puts the row back in line for the new due time; a home
+ * that is not healthy cancels it (it is planned again when the home's next run begins).
+ *
+ * The effect, in one ETag-guarded binding write: the home comes back (with the replicas of what replaced
+ * it), what replaced it leaves with a graceful-eviction task (reason and producer `Failback`, purge mode
+ * Gracefully: the sweep clears it once the copy on the home is healthy), the entry is marked done, and the
+ * row's mark is set (a crash before the commit is finished, never repeated). The scheduler does not run
+ * over it: the home is the placement. Then the commit, as for any eviction, with a `FailedBack` event.
+ */
+async function settleFailback(
+  plane: ControlPlane,
+  row: VersionedEviction,
+  mode: 'evict' | 'requeue',
+  binding: Versioned<BindingRecord> | undefined,
+  holdReason: (state: PacerState) => string | undefined,
+  switchesReadAt: number,
+): Promise<WorkerOutcome> {
+  const { record } = row;
+  const home = record.home ?? '';
+  const { cluster: homeRead, prompt } = await promptRead(plane, home);
+  if (!prompt && mode === 'evict') {
+    await unschedule(plane, record, row.etag, `the home cluster ${home} could not be read promptly (3 reads over ${SLOW_READ_MS} ms): back in line`);
+    return 'postponed';
+  }
+  const confirmedAt = plane.clock.now();
+  if (!binding) return (await abandon(plane, row, 'the binding was deleted')) ? 'left' : 'duplicate';
+  const entry = binding.value.failback?.[home];
+  if (!entry || entry.doneAt) return (await abandon(plane, row, `the binding no longer has a failback to ${home} to make`)) ? 'left' : 'duplicate';
+  const windowSeconds = await failbackWindowOf(plane, binding.value);
+  const otherHomes = Object.keys(binding.value.failback ?? {}).filter((h) => h !== home);
+  const verdict = decideFailback({
+    entry,
+    windowSeconds,
+    home: homeRead ? homeFacts(homeRead.value) : undefined,
+    binding: binding.value.spec,
+    otherHomes,
+    now: confirmedAt,
+  });
+  if (!('due' in verdict)) {
+    const why = 'drop' in verdict ? `failback to ${home} dropped: ${verdict.drop}` : `failback to ${home} cancelled at its slot: ${verdict.wait}`;
+    if (!(await abandon(plane, row, why))) return 'duplicate';
+    await plane.events.append([evictionEvent({ ...record, state: 'abandoned' }, confirmedAt, 'FailbackCancelled', why)]);
+    // A dropped entry leaves the binding (the reconcile removes it and says why).
+    if ('drop' in verdict) await reconcileFailbackBinding(plane, record.bindingKey, { only: home });
+    return 'cancelled';
+  }
+  if (!verdict.replacement.includes(record.cluster)) {
+    if (!(await abandon(plane, row, `the binding no longer runs on ${record.cluster} in place of ${home}`))) return 'duplicate';
+    // Planned again where it runs now.
+    await reconcileFailbackBinding(plane, record.bindingKey, { only: home });
+    return 'left';
+  }
+  if (verdict.due.getTime() > confirmedAt.getTime()) {
+    // The home's healthy run restarted after this row was planned (a flap, or a longer window): back in line.
+    const now = confirmedAt.toISOString();
+    const next: EvictionRecord = {
+      ...record,
+      state: 'pending',
+      dueAt: verdict.due.toISOString(),
+      why: verdict.why,
+      homeHealthySince: verdict.healthySince,
+      ...(windowSeconds !== undefined ? { failbackWindowSeconds: windowSeconds } : {}),
+      message: `the count restarted: ${home} healthy since ${verdict.healthySince}, due ${verdict.due.toISOString()}`,
+      updatedAt: now,
+    };
+    delete next.scheduledFor;
+    if ((await plane.ledger.updateEviction(next, row.etag)) !== false) {
+      await plane.ledger.addDue([next]);
+      await plane.events.append([evictionEvent(next, now, 'FailbackPlanned', `failback to ${home} re-dated to ${next.dueAt}: ${next.message}`)]);
+    }
+    return 'postponed';
+  }
+  if (mode === 'requeue') {
+    await unschedule(plane, record, row.etag, 'its slot passed without a failback (a lost message or a stopped worker): back in line for a new slot');
+    return 'requeued';
+  }
+  // As for an eviction: the switches read again, fresh, when the reads above were slow.
+  if (performance.now() - switchesReadAt > SLOW_READ_MS) {
+    const hold = holdReason(await recentPacerState(plane, 0));
+    if (hold) {
+      await unschedule(plane, record, row.etag, hold);
+      return 'postponed';
+    }
+  }
+
+  const executedAt = confirmedAt.toISOString();
+  let landedAt: string | undefined;
+  let from = verdict.replacement;
+  let followUps: EventRecord[] = [];
+  const {
+    result: wentHome,
+    record: written,
+    etag,
+  } = await writeBinding<boolean>(
+    plane,
+    record.bindingKey,
+    (current, at) => {
+      followUps = [];
+      if (!current) return keep(false);
+      const placed = (current.spec.clusters ?? []).map((c) => c.name);
+      const open = current.failback?.[home];
+      const replacement =
+        open && !open.doneAt
+          ? replacementOf(
+              open,
+              placed,
+              Object.keys(current.failback ?? {}).filter((h) => h !== home),
+            )
+          : [];
+      if (!open || open.doneAt || placed.includes(home) || !replacement.includes(record.cluster)) {
+        // Our own write landed and only its answer was lost: finish it. Anything else changed the binding first.
+        const mark = current.evictionMarks?.[record.cluster];
+        const ours = mark?.decision === decisionOf(record) && !placed.includes(record.cluster);
+        landedAt = ours ? mark.at : undefined;
+        return keep(ours);
+      }
+      landedAt = undefined;
+      from = replacement;
+      let tasks = current.spec.gracefulEvictionTasks ?? [];
+      for (const cluster of replacement) {
+        tasks = evictFromPlacement(
+          { ...current.spec, gracefulEvictionTasks: tasks },
+          cluster,
+          {
+            reason: 'Failback',
+            producer: 'Failback',
+            purgeMode: 'Gracefully',
+            ...(record.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: record.gracePeriodSeconds } : {}),
+            message: `back to its home ${home}`,
+          },
+          at,
+        ).gracefulEvictionTasks;
+      }
+      current.spec.clusters = failbackClusters(current.spec, home, replacement);
+      current.spec.gracefulEvictionTasks = tasks;
+      // What the home reported before its failure is stale: the sweep waits for a new report of the copy there.
+      if (current.status.aggregatedStatus) current.status.aggregatedStatus = current.status.aggregatedStatus.filter((item) => item.clusterName !== home);
+      const placedNow = new Set(current.spec.clusters.map((c) => c.name));
+      const marks = Object.fromEntries(Object.entries(current.evictionMarks ?? {}).filter(([cluster]) => !placedNow.has(cluster)));
+      current.evictionMarks = { ...marks, [record.cluster]: { decision: decisionOf(record), at: executedAt } };
+      current.failback = {
+        ...current.failback,
+        [home]: {
+          home,
+          evictedAt: open.evictedAt,
+          doneAt: executedAt,
+          from: replacement,
+          healthySince: verdict.healthySince,
+          ...(windowSeconds !== undefined ? { windowSeconds } : {}),
+        },
+      };
+      current.generation += 1;
+      current.traceparent = currentTraceCarrier().traceparent;
+      // Standalone: the home is the placement (the scheduler is not run over it). Karmada mode: its scheduler's.
+      if (!plane.karmada) {
+        current.status.schedulerObservedGeneration = current.generation;
+        const placedText = current.spec.clusters.map((c) => `${c.name} (${c.replicas ?? current.spec.replicas ?? 0})`).join(', ');
+        const previous = current.status.conditions?.find((c) => c.type === 'Scheduled');
+        current.status.conditions = [
+          ...(current.status.conditions ?? []).filter((c) => c.type !== 'Scheduled'),
+          {
+            type: 'Scheduled',
+            status: 'True',
+            reason: 'Success',
+            message: `placed on ${placedText} (back to its home ${home})`,
+            lastTransitionTime: previous?.status === 'True' ? previous.lastTransitionTime : at.toISOString(),
+          },
+        ];
+        followUps = oldCopyRemovedEvents(current, sweepRecord(current, at, plane.config), at);
+      }
+      return write(current, true);
+    },
+    { placementsAlreadyRemoved: [record.cluster], current: binding },
+  );
+  if (!wentHome) {
+    if (!(await abandon(plane, row, `the binding changed before its failback to ${home}`))) return 'duplicate';
+    await reconcileFailbackBinding(plane, record.bindingKey, { only: home });
+    return 'left';
+  }
+  const done: VersionedEviction = {
+    ...row,
+    record: { ...record, homeHealthySince: verdict.healthySince, ...(windowSeconds !== undefined ? { failbackWindowSeconds: windowSeconds } : {}) },
+  };
+  const outcome = await finishEviction(plane, done, landedAt ?? executedAt, written && etag ? { value: written, etag } : undefined, followUps, from);
+  return outcome === 'finished' ? 'failed-back' : outcome;
 }
 
 /**
@@ -295,6 +543,8 @@ async function finishEviction(
   written?: Versioned<BindingRecord>,
   /** Events of what the eviction's write also did (placed, old copy dropped): one append with `Evicted`. */
   followUps: EventRecord[] = [],
+  /** A Failback row: the clusters the binding left for its home (default: the row's cluster). */
+  failedBackFrom?: string[],
 ): Promise<WorkerOutcome> {
   const { record } = row;
   const now = plane.clock.now();
@@ -306,11 +556,14 @@ async function finishEviction(
     updatedAt: now.toISOString(),
     commitId: randomUUID(),
   };
+  const failback = record.reason === FAILBACK_REASON;
   await plane.events.append([
-    {
-      ...evictionEvent(committed, executedAt, 'Evicted', `evicted from ${record.cluster} (${committed.purgeMode}): ${committed.why}`, 'Warning'),
-      id: `evicted-${record.cluster}-${decisionOf(record)}`,
-    },
+    failback
+      ? { ...failedBackEvent(committed, executedAt, failedBackFrom ?? [record.cluster]), id: `failedback-${record.cluster}-${decisionOf(record)}` }
+      : {
+          ...evictionEvent(committed, executedAt, 'Evicted', `evicted from ${record.cluster} (${committed.purgeMode}): ${committed.why}`, 'Warning'),
+          id: `evicted-${record.cluster}-${decisionOf(record)}`,
+        },
     ...followUps,
   ]);
   let etag = row.etag;
@@ -343,8 +596,16 @@ async function finishEviction(
     await plane.scheduler.send({ binding: record.bindingKey });
   }
   const latency = (Date.parse(executedAt) - Date.parse(record.decidedAt)) / 1000;
-  plane.metrics.recordProcessed(record.kind, 'success', latency);
-  plane.log.info('evicted', { cluster: record.cluster, binding: record.bindingKey, purgeMode: committed.purgeMode, latencySeconds: latency });
+  // A failback is planned ahead of its due time: its decision-to-execution time is no eviction latency.
+  plane.metrics.recordProcessed(record.kind, 'success', failback ? undefined : latency);
+  if (failback)
+    plane.log.info('failed back', {
+      home: record.home,
+      from: record.cluster,
+      binding: record.bindingKey,
+      lateSeconds: (Date.parse(executedAt) - Date.parse(record.dueAt)) / 1000,
+    });
+  else plane.log.info('evicted', { cluster: record.cluster, binding: record.bindingKey, purgeMode: committed.purgeMode, latencySeconds: latency });
   return 'finished';
 }
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type BindingSpec, type ClusterSpecInput, type ClusterTaintPolicySpec, isKarmadaTaintPolicySpec, type PropagationSpec } from '../api/resources';
 import type { WorkloadStatusItem } from '../failover/applicationFailover';
 import type { BindingKind } from '../failover/bindingModel';
+import type { FailbackEntries } from '../failover/failback';
 import type { AnyTaintPolicy, ClusterFacts, ClusterTaint, Condition, PolicyWindow } from '../failover/model';
 import type { ProbeState } from '../failover/probe';
 import type { InheritedField, PolicyRef } from '../failover/propagation';
@@ -35,6 +36,11 @@ export interface ClusterRecord extends StoredMetadata {
   evaluationScheduledFor?: string;
   /** Pull-mode health: the current run of probe answers (only a change of outcome is written). */
   probe?: ProbeState;
+  /**
+   * Failback's count: since when the cluster has been Ready=True with no NoExecute/PreferNoExecute taint
+   * without a break (set and cleared by every cluster write: state/clusterWrites.ts). Absent while not.
+   */
+  healthySince?: string;
 }
 
 /** A ClusterTaintPolicy as stored: its spec is of the seed shape or of Karmada's (never both). */
@@ -117,6 +123,12 @@ export interface BindingRecord extends StoredMetadata {
    * ledger commit is recognised and finished, never repeated. Not part of the API view.
    */
   evictionMarks?: Record<string, { decision: string; at: string }>;
+  /**
+   * Failback (shared/failover/failback.ts), per home: the cluster cluster failover took this binding off,
+   * what replaced it, and (for an hour) when it went back. Written in the eviction's own write. Not part of
+   * the API view (GET /api/failback and .../why show it).
+   */
+  failback?: FailbackEntries;
 }
 
 export interface PropagationPolicyRecord extends StoredMetadata, PolicyRef {
@@ -148,7 +160,7 @@ export interface TemplateRecord extends StoredMetadata {
 }
 
 /** What a binding may need from a timer, kept as queryable flags with it (`FlaggedDocumentStore`). */
-export type BindingFlag = 'needsSweep' | 'needsScheduling' | 'watchesApplication';
+export type BindingFlag = 'needsSweep' | 'needsScheduling' | 'watchesApplication' | 'awaitsFailback';
 
 export function bindingFlags(record: BindingRecord): Record<BindingFlag, boolean> {
   const items = record.status.aggregatedStatus ?? [];
@@ -161,5 +173,7 @@ export function bindingFlags(record: BindingRecord): Record<BindingFlag, boolean
     watchesApplication:
       (record.spec.failover?.application !== undefined && items.some((i) => i.unhealthySince !== undefined || i.failoverHeld !== undefined)) ||
       (record.spec.activeEvictionHistory ?? []).length > 0,
+    // A home to go back to (or a failback done within the hour, shown by GET /api/failback).
+    awaitsFailback: Object.keys(record.failback ?? {}).length > 0,
   };
 }

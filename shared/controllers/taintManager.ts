@@ -1,10 +1,12 @@
 import { ACTIVE_STATES, bindingKey, EvictionRecord, EvictionState, parseBindingKey, pendingEviction } from '../failover/bindingModel';
 import { DRAIN_REASON } from '../failover/drain';
 import { decideEviction, isFaultyTaint } from '../failover/evictionDecision';
+import { FAILBACK_REASON } from '../failover/failback';
 import { shardOf } from '../store/ledgerTable';
 import type { VersionedEviction } from '../store/ports';
 import { queueNameOf } from '../telemetry/metrics';
 import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
+import { reconcileFailbackHome, resyncFailback } from './failback';
 import type { ControlPlane, TaintManagerMessage } from './ports';
 import { clusterEvent } from './state/events';
 import { fleetClusters, noteFleetChange } from './state/reads';
@@ -50,8 +52,9 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
   if (cluster) await noteFleetChange(plane, name, { faulty: faultyTaints.length > 0 });
   if (faultyTaints.length === 0) {
     const why = cluster ? 'the cluster recovered: it has no NoExecute or PreferNoExecute taint' : 'the cluster was deleted';
-    // A drain's rows are not the taint manager's: they end with an uncordon, not with a recovery.
-    const abandoned = await abandonEvictions(plane, name, why, (record) => record.reason !== DRAIN_REASON);
+    // A drain's rows are not the taint manager's: they end with an uncordon, not with a recovery. Nor are
+    // failbacks (they leave a healthy cluster for a home that is healthy again: failback.ts decides them).
+    const abandoned = await abandonEvictions(plane, name, why, (record) => record.reason !== DRAIN_REASON && record.reason !== FAILBACK_REASON);
     return { cluster: name, faulty: false, planned: 0, tolerated: 0, alreadyDecided: 0, abandoned };
   }
   // A failure episode starts with its earliest faulty taint; ended rows from before it may be decided anew.
@@ -64,7 +67,10 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
   for (const placement of placements) {
     const key = bindingKey(placement);
     const before = prior.get(key);
-    if (before && (ACTIVE_STATES.includes(before.record.state) || before.record.decidedAt >= episodeStart)) {
+    // A failback waiting to leave this cluster gives way to the failure (the binding must leave now, wherever
+    // its home stands; its failback follows it to where it goes); one already given a slot goes first.
+    const failback = before?.record.reason === FAILBACK_REASON;
+    if (before && (failback ? before.record.state === 'scheduled' : ACTIVE_STATES.includes(before.record.state) || before.record.decidedAt >= episodeStart)) {
       alreadyDecided++;
       continue;
     }
@@ -179,10 +185,14 @@ export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned
   let abandoned = 0;
   for (const name of faulty) planned += (await manageCluster(plane, name)).planned;
   const active = await plane.ledger.scanEvictions({ states: ['pending', 'scheduled'] });
-  for (const cluster of new Set(active.map((r) => r.record.cluster))) {
+  // A failback's row lives on a healthy cluster by design: no recovery to look for there.
+  for (const cluster of new Set(active.filter((r) => r.record.reason !== FAILBACK_REASON).map((r) => r.record.cluster))) {
     if (!faulty.has(cluster)) abandoned += (await manageCluster(plane, cluster)).abandoned;
   }
   const retried = await retryBlocked(plane);
+  // Failback's safety net (at most once a minute): what a lost message missed, a window edited, entries to drop.
+  const failback = await resyncFailback(plane);
+  if (failback.planned + failback.redated + failback.cancelled + failback.dropped > 0) plane.log.info('failback resync', { ...failback });
   await restoreDueEntries(plane, active);
   const depth: Record<string, number> = {};
   const byKind = new Map<string, { cluster: string; resourceKind: string; count: number }>();
@@ -219,9 +229,15 @@ async function restoreDueEntries(plane: ControlPlane, active: VersionedEviction[
   });
 }
 
-/** A taint-manager message: plan or abandon the cluster; a change of taints also retries blocked rows (the fleet changed). */
+/**
+ * A taint-manager message: plan or abandon the cluster; a change of taints also retries blocked rows (the
+ * fleet changed); and the failbacks whose home it is are planned or cancelled.
+ */
 export async function handleTaintManagerMessage(plane: ControlPlane, message: TaintManagerMessage): Promise<PlanOutcome> {
   const outcome = await manageCluster(plane, message.cluster);
   if (message.reason === 'taints-changed') await retryBlocked(plane);
+  // The cluster's healthy run began or ended (the cluster write sends `taints-changed`, or `resync` when only
+  // Ready changed): the failbacks home to it are planned for its end of window, or cancelled.
+  if (message.reason !== 'binding-changed') await reconcileFailbackHome(plane, message.cluster);
   return outcome;
 }

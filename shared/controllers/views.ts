@@ -90,6 +90,55 @@ export function evictionView(record: EvictionRecord) {
     stateReason: record.stateReason ?? null,
     waitingFor: record.waitingFor ?? null,
     priority: record.priority ?? 0,
+    // A Failback row: the home it goes back to.
+    ...(record.home ? { home: record.home } : {}),
+  };
+}
+
+export type FailbackState = 'waiting-for-home' | 'counting' | 'queued' | 'scheduled' | 'done';
+
+/** One failback of a binding as GET /api/failback (and the why-API) shows it. */
+export interface FailbackItem {
+  binding: { kind: BindingRecord['kind']; namespace?: string; name: string };
+  home: string;
+  replacedBy: string[];
+  /** The window of the binding's policy now (the one recorded with the entry once the annotation is gone). */
+  windowSeconds: number;
+  healthySince?: string;
+  dueAt?: string;
+  state: FailbackState;
+  /** In words: what it waits for, or when it goes (or went) home. */
+  why: string;
+  evictedAt: string;
+  doneAt?: string;
+  row?: ReturnType<typeof evictionView>;
+}
+
+export function failbackItemView(
+  binding: Pick<BindingRecord, 'kind' | 'namespace' | 'name'>,
+  entry: { home: string; evictedAt: string; doneAt?: string; windowSeconds?: number },
+  facts: {
+    state: FailbackState;
+    windowSeconds: number | undefined;
+    replacedBy: string[];
+    why: string;
+    healthySince?: string;
+    dueAt?: string;
+    row?: ReturnType<typeof evictionView>;
+  },
+): FailbackItem {
+  return {
+    binding: { kind: binding.kind, ...(binding.namespace ? { namespace: binding.namespace } : {}), name: binding.name },
+    home: entry.home,
+    replacedBy: facts.replacedBy,
+    windowSeconds: facts.windowSeconds ?? entry.windowSeconds ?? 0,
+    ...(facts.healthySince ? { healthySince: facts.healthySince } : {}),
+    ...(facts.dueAt ? { dueAt: facts.dueAt } : {}),
+    state: facts.state,
+    why: facts.why,
+    evictedAt: entry.evictedAt,
+    ...(entry.doneAt ? { doneAt: entry.doneAt } : {}),
+    ...(facts.row ? { row: facts.row } : {}),
   };
 }
 

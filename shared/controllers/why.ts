@@ -1,7 +1,9 @@
 import { bindingKey, BindingRef, displayName, EvictionRecord } from '../failover/bindingModel';
 import { DRAIN_REASON } from '../failover/drain';
+import { FAILBACK_REASON } from '../failover/failback';
+import { failbackItems } from './failback';
 import type { ControlPlane } from './ports';
-import { evictionView } from './views';
+import { evictionView, FailbackItem } from './views';
 
 /** How many of the binding's events the answer carries (the newest). */
 const EVENT_LIMIT = 200;
@@ -21,10 +23,13 @@ export async function explainBinding(plane: ControlPlane, ref: BindingRef) {
     ...(spec.gracefulEvictionTasks ?? []).map((t) => t.fromCluster),
     ...Object.keys(binding.value.evictionMarks ?? {}),
     ...(spec.activeEvictionHistory ?? []).map((h) => h.clusterName),
+    // Failback: the clusters it went back from (their rows say when).
+    ...Object.values(binding.value.failback ?? {}).flatMap((entry) => entry.from ?? []),
   ]);
-  const [rows, events] = await Promise.all([
+  const [rows, events, failback] = await Promise.all([
     Promise.all([...clusters].map((cluster) => plane.ledger.getEviction(cluster, key))),
     plane.events.list({ kind: ref.kind, name: displayName(ref), limit: EVENT_LIMIT }),
+    failbackItems(plane, binding.value),
   ]);
   const evictions = rows
     .filter((row) => row !== undefined)
@@ -39,6 +44,7 @@ export async function explainBinding(plane: ControlPlane, ref: BindingRef) {
         ? `the old copy on ${task.fromCluster} stays until a person confirms it is dealt with (purgeMode Never, ${task.reason})`
         : `the old copy on ${task.fromCluster} is removed once the new placement is healthy (${task.reason}, ${task.purgeMode}, since ${task.creationTimestamp ?? 'unknown'})`,
     ),
+    ...failback.map(failbackSentence),
   ];
   if (evictions.length === 0) explanation.push('no eviction was ever decided for this binding');
   return {
@@ -46,14 +52,32 @@ export async function explainBinding(plane: ControlPlane, ref: BindingRef) {
     placedOn,
     gracefulEvictionTasks: spec.gracefulEvictionTasks ?? [],
     evictions: evictions.map(evictionView),
+    failback: failback.map(({ binding: _binding, ...item }) => item),
     events,
     explanation,
   };
 }
 
+/** A failback of the binding, in words: where home is, and when (or why not yet) it goes back. */
+function failbackSentence(item: FailbackItem): string {
+  const home = `its home is ${item.home} (evicted ${item.evictedAt}; failback after ${item.windowSeconds}s)`;
+  switch (item.state) {
+    case 'waiting-for-home':
+      return `${home}: not going back yet: ${item.why}`;
+    case 'counting':
+      return `${home}: ${item.home} healthy since ${item.healthySince}, goes back from ${item.replacedBy.join(', ')} at ${item.dueAt}`;
+    case 'queued':
+      return `${home}: due at ${item.dueAt}, waiting for a slot at the global rate`;
+    case 'scheduled':
+      return `${home}: goes back from ${item.replacedBy.join(', ')} at its slot ${item.row?.scheduledFor ?? item.dueAt}`;
+    case 'done':
+      return `${home}: went back from ${item.replacedBy.join(', ')} at ${item.doneAt} (${item.home} healthy since ${item.healthySince})`;
+  }
+}
+
 /** One decision, in words. */
 function sentence(record: EvictionRecord): string {
-  const what = record.reason === DRAIN_REASON ? 'drain' : 'failover';
+  const what = record.reason === DRAIN_REASON ? 'drain' : record.reason === FAILBACK_REASON ? `failback to ${record.home ?? 'its home'}` : 'failover';
   switch (record.state) {
     case 'pending':
       return `will leave ${record.cluster} (${what}), due ${record.dueAt}, waiting for a slot at the global rate: ${record.why}${record.message ? ` (${record.message})` : ''}`;

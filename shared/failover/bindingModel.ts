@@ -78,6 +78,13 @@ export interface EvictionRecord extends BindingRef {
    */
   stateReason?: 'BudgetExceeded';
   waitingFor?: string;
+  /**
+   * A `Failback` row (shared/failover/failback.ts; it lives under the cluster the binding leaves): the home
+   * it goes back to, the window, and the home's healthy run it is due on (re-dated when the run restarts).
+   */
+  home?: string;
+  failbackWindowSeconds?: number;
+  homeHealthySince?: string;
 }
 
 export const resourceKindOf = (spec: Pick<BindingSpec, 'resource'>) => `${spec.resource.apiVersion}/${spec.resource.kind}`;

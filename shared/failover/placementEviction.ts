@@ -3,8 +3,8 @@ import { MissedRule, preserveState, StatePreservationRule } from './statePreserv
 
 /**
  * Moving a cluster out of a binding's placement into a graceful-eviction task, pure. Every path that takes
- * a cluster away for a failure uses this one rule: the taint manager's eviction worker (for taints and
- * drains) and application failover.
+ * a cluster away for a failure uses this one rule: the taint manager's eviction worker (for taints, drains
+ * and failbacks) and application failover.
  *
  * An existing task for the same cluster is kept as it is, and no second one is added: the first eviction
  * stands, with its own reason, producer and creationTimestamp (so its grace period is not restarted). This
@@ -17,8 +17,9 @@ import { MissedRule, preserveState, StatePreservationRule } from './statePreserv
  * silently; the eviction goes ahead all the same.
  */
 
-export type EvictionTaskReason = 'TaintUntolerated' | 'ApplicationFailure' | 'Drain';
-export type EvictionTaskProducer = 'TaintManager' | 'ApplicationFailover' | 'ClusterDrain';
+export type EvictionTaskReason = 'TaintUntolerated' | 'ApplicationFailure' | 'Drain' | 'Failback';
+/** `Failback`: the copy that stood in for a home, removed once the copy back on the home is healthy. */
+export type EvictionTaskProducer = 'TaintManager' | 'ApplicationFailover' | 'ClusterDrain' | 'Failback';
 
 export interface EvictionTaskOptions {
   reason: EvictionTaskReason;

@@ -1,4 +1,5 @@
 import { isFaultyTaint } from '../../failover/evictionDecision';
+import { nextHealthySince } from '../../failover/failback';
 import type { TaintChange } from '../../failover/taintPolicy';
 import { keep, mutate, Mutation, write } from '../../store/optimistic';
 import type { EventRecord, Versioned } from '../../store/ports';
@@ -48,6 +49,7 @@ export async function updateCluster<R>(
   let taintPolicies: ReturnType<typeof taintPolicy>[] | undefined = policies?.map(taintPolicy);
   let schedule: Date | undefined;
   let faultyChanged = false;
+  let healthChanged = false;
   let fleetChanged = false;
   let created = false;
   let faultyNow = false;
@@ -80,6 +82,11 @@ export async function updateCluster<R>(
         schedule = evaluation.nextDeadline;
       }
       faultyChanged = faultyIds(current?.value.taints ?? []) !== faultyIds(next.taints);
+      // Failback's count (persisted: a restart moves no due time): Ready=True and no faulty taint since when.
+      const healthySince = nextHealthySince(current?.value, next, now);
+      if (healthySince) next.healthySince = healthySince;
+      else delete next.healthySince;
+      healthChanged = current?.value.healthySince !== next.healthySince;
       created = !current;
       faultyNow = next.taints.some(isFaultyTaint);
       const events = [
@@ -117,6 +124,10 @@ export async function updateCluster<R>(
   if (schedule) await scheduleEvaluation(plane, name, schedule);
   // The taint manager plans (or abandons) this cluster's evictions when its faulty taints change.
   if (faultyChanged && outcome.etag !== undefined) await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
+  // A healthy run that began or ended (Ready alone changed), or a healthy cluster's labels or taints changed (a
+  // cordon lifted): the taint manager plans or cancels the failbacks home to it.
+  else if ((healthChanged || (fleetChanged && record?.healthySince)) && outcome.etag !== undefined)
+    await plane.taintManager.send({ cluster: name, reason: 'resync' });
   return { result: value, record, etag: outcome.etag, changes };
 }
 

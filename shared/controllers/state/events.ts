@@ -33,6 +33,11 @@ export type EventReason =
   | 'EvictionPostponed'
   // a FailoverBudget holds an eviction (written once, when it starts waiting)
   | 'BudgetExceeded'
+  // failback (shared/failover/failback.ts): planned for a due time, cancelled (the home's count restarts), dropped, done
+  | 'FailbackPlanned'
+  | 'FailbackCancelled'
+  | 'FailbackDropped'
+  | 'FailedBack'
   // drain (a person's decision)
   | 'Cordoned'
   | 'DrainStarted'

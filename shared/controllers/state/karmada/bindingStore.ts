@@ -106,6 +106,7 @@ export function bindingPatch(object: KubeObject, next: BindingRecord): Record<st
     [ANNOTATIONS.workloadState]: annotationValue(workloadStateOf(next)),
     [ANNOTATIONS.evictionHistory]: annotationValue(next.spec.activeEvictionHistory),
     [ANNOTATIONS.traceparent]: annotationValue(next.traceparent),
+    [ANNOTATIONS.failback]: annotationValue(next.failback),
   };
   for (const [key, text] of Object.entries(wanted)) {
     if ((object.metadata.annotations?.[key] ?? null) !== text) annotations[key] = text;
@@ -161,6 +162,7 @@ export function toBindingRecord(object: KubeObject, kind: BindingKind): BindingR
   const state = parseAnnotation<WorkloadState>(object, ANNOTATIONS.workloadState, {});
   const history = parseAnnotation<BindingSpec['activeEvictionHistory']>(object, ANNOTATIONS.evictionHistory, undefined);
   const marks = parseAnnotation<BindingRecord['evictionMarks']>(object, ANNOTATIONS.evictionMarks, undefined);
+  const failback = parseAnnotation<BindingRecord['failback']>(object, ANNOTATIONS.failback, undefined);
   const traceparent = meta.annotations?.[ANNOTATIONS.traceparent];
   const aggregatedStatus = status.aggregatedStatus?.map((item) => ({
     clusterName: item.clusterName,
@@ -189,5 +191,6 @@ export function toBindingRecord(object: KubeObject, kind: BindingKind): BindingR
     },
     ...(traceparent ? { traceparent } : {}),
     ...(marks ? { evictionMarks: marks } : {}),
+    ...(failback && Object.keys(failback).length > 0 ? { failback } : {}),
   };
 }

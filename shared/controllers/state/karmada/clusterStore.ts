@@ -17,8 +17,8 @@ import {
 
 /**
  * What the app keeps about a Karmada Cluster that Karmada has no place for, in its own table: the taint
- * windows, the deadline already queued, the heartbeat and replay bookkeeping of pushed reports, and the
- * probe's run of successes or failures.
+ * windows, the deadline already queued, the heartbeat and replay bookkeeping of pushed reports, the
+ * probe's run of successes or failures, and since when it has been healthy (failback's count).
  */
 export interface ClusterOverlay {
   policyWindows: Record<string, PolicyWindow>;
@@ -28,6 +28,8 @@ export interface ClusterOverlay {
   lastSignedAt?: number;
   lastSignature?: string;
   probe?: ClusterRecord['probe'];
+  /** Failback's count: Ready and free of faulty taints since when (ClusterRecord.healthySince). */
+  healthySince?: string;
 }
 
 type Ownership = Pick<ClusterTaint, 'owners' | 'manual' | 'karmadaOwners' | 'leftBy'>;
@@ -211,6 +213,7 @@ function overlayOf(record: ClusterRecord): ClusterOverlay {
     ...(record.lastSignedAt !== undefined ? { lastSignedAt: record.lastSignedAt } : {}),
     ...(record.lastSignature ? { lastSignature: record.lastSignature } : {}),
     ...(record.probe ? { probe: record.probe } : {}),
+    ...(record.healthySince ? { healthySince: record.healthySince } : {}),
   };
 }
 
@@ -257,5 +260,6 @@ export function toRecord(object: KubeObject, overlay: ClusterOverlay | undefined
     ...(overlay?.lastSignedAt !== undefined ? { lastSignedAt: overlay.lastSignedAt } : {}),
     ...(overlay?.lastSignature ? { lastSignature: overlay.lastSignature } : {}),
     ...(overlay?.probe ? { probe: overlay.probe } : {}),
+    ...(overlay?.healthySince ? { healthySince: overlay.healthySince } : {}),
   };
 }

@@ -20,6 +20,8 @@ export const ANNOTATIONS = {
   evictionHistory: 'failover.io/eviction-history',
   /** Binding: the trace of the last eviction. */
   traceparent: 'failover.io/traceparent',
+  /** Binding: failback's entries (home → what replaced it), written with spec.clusters in one patch. */
+  failback: 'failover.io/failback',
 } as const;
 
 /** Annotations that are the app's own bookkeeping, not shown as the object's annotations. */
