@@ -72,6 +72,8 @@ export function clusterRecord(name: string, now: Date): ClusterRecord {
   const record = newClusterRecord(name, now, 'apply');
   record.conditions = [{ type: 'Ready', status: 'True', reason: 'ClusterReady', lastTransitionTime: now.toISOString() }];
   record.lastReportAt = now.toISOString();
+  // Healthy since its first report, as the host keeps it (failback's count).
+  record.healthySince = now.toISOString();
   return record;
 }
 

@@ -40,7 +40,11 @@ describe('README', () => {
     }
     const cluster = (await (await fetch(`${host.url}/api/clusters/member1`)).json()) as any;
     expect(cluster.spec.taints).toEqual([expect.objectContaining({ key: 'maintenance', effect: 'NoSchedule' })]);
-    expect(cluster.status.policyWindows).toEqual([expect.objectContaining({ policy: 'detect-cluster-not-ready', matched: true })]);
+    // Every seed-shape policy keeps a window on every cluster; the PreferNoSchedule example targets other clusters.
+    expect(cluster.status.policyWindows).toEqual([
+      expect.objectContaining({ policy: 'detect-cluster-not-ready', matched: true }),
+      expect.objectContaining({ policy: 'disk-pressure-soft', matched: false }),
+    ]);
     const nginx = (await (await fetch(`${host.url}/api/resourcebindings/default/nginx`)).json()) as any;
     expect(nginx.spec.failover).toEqual({ cluster: { purgeMode: 'Directly', tolerationSeconds: 100 } });
     expect(((await (await fetch(`${host.url}/api/fleet`)).json()) as any).paused).toBe(false);
