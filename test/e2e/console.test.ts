@@ -160,7 +160,7 @@ describe('operator console', () => {
     await page.keyboard.press('Enter');
     await eventually(() => heading().textContent()).toBe('Eviction queue');
     expect(page.url()).toMatch(/#\/queue$/);
-    expect(await page.evaluate<string>('document.activeElement?.tagName')).toBe('H2');
+    await eventually(() => page.evaluate<string>('document.activeElement?.tagName')).toBe('H2');
     await page.getByRole('link', { name: 'Fleet', exact: true }).click();
 
     const edge1 = page.locator('tr[data-cluster="edge1"]');
@@ -283,7 +283,7 @@ describe('operator console', () => {
     await page.getByRole('link', { name: 'Policies', exact: true }).focus();
     await page.keyboard.press('Enter');
     await eventually(() => heading().textContent()).toBe('Taint policies');
-    expect(await page.evaluate<string>('document.activeElement?.tagName')).toBe('H2');
+    await eventually(() => page.evaluate<string>('document.activeElement?.tagName')).toBe('H2');
     const trial = page.locator('tr[data-policy="edge-trial"]');
     await eventually(() => trial.textContent()).toContain('shadow');
     await page.keyboard.press('Tab');

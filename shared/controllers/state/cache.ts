@@ -18,15 +18,18 @@ export class RecentCache<T> {
     const key = options.key ?? '';
     const hit = this.peek(scope, key, options.maxAgeMs ?? this.ttlMs);
     if (hit !== undefined) return hit;
+    // Aged from when the read was sent, not answered: storage served it at some moment in between, so a
+    // slow answer (a stalled connection) does not stretch how stale a value may be when it is used.
+    const sentAt = Date.now();
     const value = await load();
-    this.set(scope, value, key);
+    this.set(scope, value, key, sentAt);
     return value;
   }
 
-  set(scope: object, value: T, key = ''): void {
+  set(scope: object, value: T, key = '', at = Date.now()): void {
     let map = this.entries.get(scope);
     if (!map) this.entries.set(scope, (map = new Map<string, { at: number; value: T }>()));
-    map.set(key, { at: Date.now(), value });
+    map.set(key, { at, value });
   }
 
   forget(scope: object, key?: string): void {
