@@ -78,16 +78,7 @@ async function describeCluster(ctx: Context, name: string): Promise<string> {
     ['Last heartbeat', when(status.lastHeartbeatTime)],
     ['Evictions', counts.size > 0 ? [...counts].map(([state, n]) => `${n} ${state}`).join(', ') : '<none>'],
   ]);
-  const conditions = status.conditions ?? [];
-  text += section(
-    'Conditions',
-    conditions.length
-      ? table(
-          ['TYPE', 'STATUS', 'REASON', 'LAST TRANSITION', 'MESSAGE'],
-          conditions.map((c) => [c.type, c.status, cell(c.reason), age(c.lastTransitionTime), cell(c.message)]),
-        )
-      : undefined,
-  );
+  text += conditionsSection(status.conditions ?? []);
   const holders = status.taintHolders ?? [];
   const taints = cluster.spec.taints ?? [];
   text += section(
@@ -222,16 +213,7 @@ async function describePolicy(ctx: Context, name: string): Promise<string> {
     ['Rules', cell(status.rules)],
   ]);
   if (policy.spec.targetCluster) text += section('Target clusters', await yamlOf(policy.spec.targetCluster));
-  const conditions = status.conditions ?? [];
-  text += section(
-    'Conditions',
-    conditions.length
-      ? table(
-          ['TYPE', 'STATUS', 'REASON', 'LAST TRANSITION', 'MESSAGE'],
-          conditions.map((c) => [c.type, c.status, cell(c.reason), age(c.lastTransitionTime), cell(c.message)]),
-        )
-      : undefined,
-  );
+  text += conditionsSection(status.conditions ?? []);
   const b = status.blastRadius;
   text += section(
     'Blast radius',
@@ -315,4 +297,17 @@ async function describeBudget(ctx: Context, ref: string, namespace?: string): Pr
       : undefined,
   );
   return text;
+}
+
+/** Kubernetes-style conditions as a table section (a cluster's, a policy's). */
+function conditionsSection(conditions: Array<{ type: string; status: string; reason?: string; message?: string; lastTransitionTime?: string }>): string {
+  return section(
+    'Conditions',
+    conditions.length
+      ? table(
+          ['TYPE', 'STATUS', 'REASON', 'LAST TRANSITION', 'MESSAGE'],
+          conditions.map((c) => [c.type, c.status, cell(c.reason), age(c.lastTransitionTime), cell(c.message)]),
+        )
+      : undefined,
+  );
 }

@@ -2,7 +2,7 @@ import { odata, RestError, TableClient, TableServiceClient, TableTransaction, Tr
 import { mapConcurrent } from '../concurrency';
 import { bucketOf } from './buckets';
 import { BATCH } from './ledger/keys';
-import { partitionOfAction, submit, submitOrOneByOne } from './ledger/transactions';
+import { moveEntities, partitionOfAction, submit } from './ledger/transactions';
 import {
   BatchDocumentStore,
   BulkDocumentStore,
@@ -101,23 +101,14 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
     const filter = `${odata`PartitionKey eq ${this.partition}`} or (${this.partitionFilter()})`;
     let moved = 0;
     for await (const page of this.client.listEntities<Record<string, unknown>>({ queryOptions: { filter } }).byPage({ maxPageSize: 1000 })) {
-      const moves = page.filter((entity) => String(entity.partitionKey) !== this.partitionOf(String(entity.rowKey)));
-      if (moves.length === 0) continue;
-      await submitOrOneByOne(
-        this.client,
-        moves.map((entity): TransactionAction => {
-          const properties = Object.fromEntries(Object.entries(entity).filter(([name]) => !['etag', 'timestamp', 'odata.metadata'].includes(name)));
-          return ['create', { ...properties, partitionKey: this.partitionOf(String(entity.rowKey)), rowKey: String(entity.rowKey) }];
-        }),
-      );
-      for (const entity of moves) {
-        try {
-          await this.client.deleteEntity(String(entity.partitionKey), String(entity.rowKey), { etag: String(entity.etag) });
-        } catch (error) {
-          const status = statusOf(error);
-          if (status !== 404 && status !== 412) throw error;
-        }
-      }
+      const moves = page
+        .filter((entity) => String(entity.partitionKey) !== this.partitionOf(String(entity.rowKey)))
+        .map((entity) => ({
+          from: { partitionKey: String(entity.partitionKey), rowKey: String(entity.rowKey), etag: String(entity.etag) },
+          toPartition: this.partitionOf(String(entity.rowKey)),
+          entity,
+        }));
+      await moveEntities(this.client, moves);
       moved += moves.length;
     }
     await this.client.upsertEntity({ partitionKey: LAYOUT_PARTITION, rowKey: this.partition, buckets: this.buckets, moved }, 'Replace');

@@ -1,6 +1,6 @@
-import type { TableClient, TransactionAction } from '@azure/data-tables';
+import type { TableClient } from '@azure/data-tables';
 import { clusterOfPartition, clusterPartition, EVICTION, PACER, PLACEMENT } from './keys';
-import { statusOf, submitOrOneByOne } from './transactions';
+import { moveEntities, statusOf } from './transactions';
 
 /** The row of `~pacer` that says which partition layout the ledger's rows are in. */
 export const LAYOUT_ROW = 'layout';
@@ -26,32 +26,14 @@ export async function ensureLedgerLayout(client: TableClient, shards: number): P
   // Cluster partitions sort before `~due` and `~pacer` (cluster names are DNS labels).
   const pages = client.listEntities<Record<string, unknown>>({ queryOptions: { filter: "PartitionKey lt '~'" } }).byPage({ maxPageSize: 1000 });
   for await (const page of pages) {
-    const moves: Array<{
-      from: { partitionKey: string; rowKey: string; etag: string };
-      to: Record<string, unknown> & { partitionKey: string; rowKey: string };
-    }> = [];
-    for (const entity of page) {
+    const moves = page.flatMap((entity) => {
       const rowKey = String(entity.rowKey);
       const partitionKey = String(entity.partitionKey);
-      if (!rowKey.startsWith(PLACEMENT) && !rowKey.startsWith(EVICTION)) continue;
-      const target = clusterPartition(clusterOfPartition(partitionKey), rowKey.slice(2));
-      if (target === partitionKey) continue;
-      const properties = Object.fromEntries(Object.entries(entity).filter(([name]) => !['etag', 'timestamp', 'odata.metadata', 'partitionKey'].includes(name)));
-      moves.push({ from: { partitionKey, rowKey, etag: String(entity.etag) }, to: { ...properties, partitionKey: target, rowKey } });
-    }
-    if (moves.length === 0) continue;
-    await submitOrOneByOne(
-      client,
-      moves.map((m): TransactionAction => ['create', m.to]),
-    );
-    for (const { from } of moves) {
-      try {
-        await client.deleteEntity(from.partitionKey, from.rowKey, { etag: from.etag });
-      } catch (error) {
-        const status = statusOf(error);
-        if (status !== 404 && status !== 412) throw error;
-      }
-    }
+      if (!rowKey.startsWith(PLACEMENT) && !rowKey.startsWith(EVICTION)) return [];
+      const toPartition = clusterPartition(clusterOfPartition(partitionKey), rowKey.slice(2));
+      return toPartition === partitionKey ? [] : [{ from: { partitionKey, rowKey, etag: String(entity.etag) }, toPartition, entity }];
+    });
+    await moveEntities(client, moves);
     moved += moves.length;
   }
   await client.upsertEntity({ partitionKey: PACER, rowKey: LAYOUT_ROW, shards, migratedAt: new Date().toISOString(), moved }, 'Replace');
