@@ -57,6 +57,8 @@ const LAYOUT_PARTITION = '~layout';
  */
 export class TableDocumentStore<T, F extends string = never> implements BulkDocumentStore<T>, BatchDocumentStore<T>, FlaggedDocumentStore<T, F> {
   private layout?: Promise<void>;
+  /** The kind was empty when checked: the first write records the layout with it. */
+  private layoutUnrecorded = false;
 
   constructor(
     private readonly client: TableClient,
@@ -100,7 +102,9 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
     }
     const filter = `${odata`PartitionKey eq ${this.partition}`} or (${this.partitionFilter()})`;
     let moved = 0;
+    let seen = 0;
     for await (const page of this.client.listEntities<Record<string, unknown>>({ queryOptions: { filter } }).byPage({ maxPageSize: 1000 })) {
+      seen += page.length;
       const moves = page
         .filter((entity) => String(entity.partitionKey) !== this.partitionOf(String(entity.rowKey)))
         .map((entity) => ({
@@ -111,7 +115,23 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
       await moveEntities(this.client, moves);
       moved += moves.length;
     }
+    // An empty kind is recorded by its first write, not here: starting a host or reading never writes to storage.
+    if (seen === 0) {
+      this.layoutUnrecorded = true;
+      return;
+    }
+    await this.recordLayout(moved);
+  }
+
+  private async recordLayout(moved: number): Promise<void> {
     await this.client.upsertEntity({ partitionKey: LAYOUT_PARTITION, rowKey: this.partition, buckets: this.buckets, moved }, 'Replace');
+  }
+
+  /** After a write: records the layout if the kind was empty (a failure is retried by the next write; the write stands). */
+  private async recordLayoutOnWrite(): Promise<void> {
+    if (!this.layoutUnrecorded) return;
+    this.layoutUnrecorded = false;
+    await this.recordLayout(0).catch(() => (this.layoutUnrecorded = true));
   }
 
   private encode(id: string, value: T): Record<string, unknown> {
@@ -168,6 +188,7 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
     await this.ready();
     try {
       const response = await this.client.createEntity(this.encode(id, value) as never);
+      await this.recordLayoutOnWrite();
       return String(response.etag);
     } catch (error) {
       if (statusOf(error) === 409) throw new ConcurrencyError(`${id} already exists`);
@@ -179,6 +200,7 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
     await this.ready();
     try {
       const response = await this.client.updateEntity(this.encode(id, value) as never, 'Replace', { etag });
+      await this.recordLayoutOnWrite();
       return String(response.etag);
     } catch (error) {
       const status = statusOf(error);
@@ -194,6 +216,7 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
       this.client,
       entries.map(({ id, value }): TransactionAction => ['upsert', this.encode(id, value) as never, 'Replace']),
     );
+    await this.recordLayoutOnWrite();
   }
 
   /**
@@ -227,6 +250,7 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
         }
       }
     });
+    await this.recordLayoutOnWrite();
     return etags;
   }
 

@@ -19,3 +19,23 @@ export async function storageSnapshot(storage: StorageClients): Promise<string> 
   }
   return parts.join('\n---\n');
 }
+
+/**
+ * The snapshot once storage has stopped changing: the same for `quietMs` (timers and queued work of the
+ * set-up finish at their own pace on a loaded machine, so a fixed sleep is not enough).
+ */
+export async function quietStorageSnapshot(storage: StorageClients, quietMs = 2000, timeoutMs = 30_000): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  let last = await storageSnapshot(storage);
+  let since = Date.now();
+  while (Date.now() - since < quietMs) {
+    if (Date.now() > deadline) throw new Error(`storage still changing ${timeoutMs} ms after the set-up`);
+    await new Promise((r) => setTimeout(r, 250));
+    const next = await storageSnapshot(storage);
+    if (next !== last) {
+      last = next;
+      since = Date.now();
+    }
+  }
+  return last;
+}

@@ -7,6 +7,7 @@ import { evaluateCluster } from '../../shared/controllers/taintEvaluation';
 import { applyTaintPolicy } from '../../shared/controllers/taintPolicies';
 import { bindingKey, EvictionRecord, PlacementFacts } from '../../shared/failover/bindingModel';
 import { createControlPlane } from '../../shared/runtime';
+import { bucketOf } from '../../shared/store/buckets';
 import { shardOf, TableLedger } from '../../shared/store/ledgerTable';
 import { mutate, write } from '../../shared/store/optimistic';
 import { ConcurrencyError } from '../../shared/store/ports';
@@ -65,6 +66,27 @@ describe('TableDocumentStore on Azurite', () => {
     expect(await store.get('untouched')).toBeUndefined();
     expect((await new TableDocumentStore(client, 'other').get('untouched'))!.value).toEqual({ n: -1 });
     expect((await client.getEntity('~layout', 'doc')).moved).toBe(150);
+  });
+
+  it('writes nothing while a bucketed kind is empty (starting or reading is not a change to storage); its first write records the layout', async () => {
+    await env.storage.tableService().createTable('bucketedempty');
+    const client = env.storage.table('bucketedempty');
+    const store = new TableDocumentStore<{ n: number }>(client, 'doc', undefined, 4);
+    expect(await store.list()).toEqual([]);
+    expect(await store.get('missing')).toBeUndefined();
+    const rows = async () => {
+      const keys: string[] = [];
+      for await (const e of client.listEntities()) keys.push(`${e.partitionKey}/${e.rowKey}`);
+      return keys.sort();
+    };
+    expect(await rows()).toEqual([]);
+    // The first write records the layout with it, so the next process makes one point read.
+    await store.create('d1', { n: 1 });
+    expect(await rows()).toEqual([`doc|${bucketOf('d1', 4)}/d1`, '~layout/doc']);
+    const next = new TableDocumentStore<{ n: number }>(client, 'doc', undefined, 4);
+    expect((await next.get('d1'))!.value).toEqual({ n: 1 });
+    expect(await rows()).toEqual([`doc|${bucketOf('d1', 4)}/d1`, '~layout/doc']);
+    expect((await client.getEntity('~layout', 'doc')).moved).toBe(0);
   });
 
   it('stores documents larger than one property (64 KiB) in chunks', async () => {
