@@ -113,6 +113,11 @@ export interface FleetSummary {
   /** Names of the clusters with a NoExecute or PreferNoExecute taint (a set: adding one twice is harmless). */
   faulty: string[];
   recountedAt?: string;
+  /**
+   * Bumped by every change of what the fleet view holds (a cluster created or deleted, its labels, location
+   * or taints changed): a process keeps its listing of the fleet until this moves (absent: 0).
+   */
+  viewVersion?: number;
 }
 
 /** A FailoverBudget as stored (standalone) or read from its custom resource (Karmada mode). */

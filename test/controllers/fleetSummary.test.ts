@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { applyObjects } from '../../shared/controllers/apply';
 import { deleteCluster } from '../../shared/controllers/clusters';
-import { currentFleetHealth, recountFleet } from '../../shared/controllers/state/reads';
+import { currentFleetHealth, fleetClusters, recountFleet } from '../../shared/controllers/state/reads';
 import { resyncAllClusters } from '../../shared/controllers/taintEvaluation';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { cluster } from '../helpers/fleet';
@@ -66,6 +66,49 @@ describe('the maintained fleet summary', () => {
     });
     await recountFleet(m.plane);
     expect(await summary(m)).toMatchObject({ total: 2, faulty: ['a'] });
+  });
+});
+
+describe('the fleet view (scheduler, pre-check, pacer)', () => {
+  it('is listed once while the fleet is unchanged, in each process, and again in every process after a change it holds', async () => {
+    const m = memoryPlane();
+    await apply(m, [cluster('a'), cluster('b'), cluster('c')]);
+    // Another process on the same storage: its own copy (the cache is per control plane).
+    const other = { ...m.plane };
+    const list = vi.spyOn(m.plane.clusters, 'list');
+    expect((await fleetClusters(other, 0)).map((c) => c.name)).toEqual(['a', 'b', 'c']);
+    expect(list).toHaveBeenCalledTimes(1);
+    // Fresh reads (maxAge 0) read the summary only: a placement or an eviction costs no listing.
+    for (let i = 0; i < 5; i++) await fleetClusters(other, 0);
+    expect(list).toHaveBeenCalledTimes(1);
+    // A report that changes nothing the view holds (same labels, no taint) does not move the version.
+    await apply(m, [cluster('b')]);
+    await fleetClusters(other, 0);
+    expect(list).toHaveBeenCalledTimes(1);
+    // New labels, a new taint, a new cluster, a deletion: the next read lists again and sees it.
+    await apply(m, [cluster('a', false, { zone: 'z1' })]);
+    expect((await fleetClusters(other, 0)).find((c) => c.name === 'a')?.labels).toEqual({ zone: 'z1' });
+    expect(list).toHaveBeenCalledTimes(2);
+    await apply(m, [cluster('b', true)]);
+    expect((await fleetClusters(other, 0)).find((c) => c.name === 'b')?.taints.length).toBeGreaterThan(0);
+    await apply(m, [cluster('d')]);
+    expect((await fleetClusters(other, 0)).map((c) => c.name)).toEqual(['a', 'b', 'c', 'd']);
+    await deleteCluster(m.plane, 'c');
+    expect((await fleetClusters(other, 0)).map((c) => c.name)).toEqual(['a', 'b', 'd']);
+    expect(list).toHaveBeenCalledTimes(5);
+  });
+
+  it('is listed again when the recount finds a change that was never noted (a process stopped between the two writes)', async () => {
+    const m = memoryPlane();
+    await apply(m, [cluster('a'), cluster('b')]);
+    const other = { ...m.plane };
+    await fleetClusters(other, 0);
+    // Written straight to the store: the summary never hears of it.
+    const b = (await m.plane.clusters.get('b'))!;
+    await m.plane.clusters.replace('b', { ...b.value, taints: [{ key: 'k', effect: 'NoExecute', timeAdded: new Date().toISOString() }] }, b.etag);
+    expect((await fleetClusters(other, 0)).find((c) => c.name === 'b')?.taints).toEqual([]);
+    await recountFleet(m.plane);
+    expect((await fleetClusters(other, 0)).find((c) => c.name === 'b')?.taints).toEqual([{ key: 'k', value: undefined, effect: 'NoExecute' }]);
   });
 });
 

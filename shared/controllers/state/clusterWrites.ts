@@ -108,8 +108,10 @@ export async function updateCluster<R>(
   if (events.length > 0) await plane.events.append(events);
   // The guard's places follow the policies' holds; shadow policies' findings are recorded.
   if (policyEffects) await recordPolicyEffects(plane, policyEffects, plane.clock.now());
-  // The maintained fleet summary: a new cluster, or one that became faulty or recovered.
-  if (outcome.etag !== undefined && (created || faultyChanged)) await noteFleetChange(plane, name, { created, faulty: faultyNow });
+  // The maintained fleet summary: a new cluster, one that became faulty or recovered, or a change the fleet
+  // views hold (every process's next placement lists the fleet again).
+  if (outcome.etag !== undefined && (created || faultyChanged || fleetChanged))
+    await noteFleetChange(plane, name, { created, faulty: faultyNow, viewChanged: fleetChanged });
   if (changes.length > 0) annotate({ [ATTR.cluster]: name, [ATTR.taint]: changes.map((c) => `${c.action} ${c.taint.key}:${c.taint.effect}`).join(', ') });
   for (const c of changes) {
     plane.log.info(`taint ${c.action}`, {

@@ -16,22 +16,43 @@ import { RecentCache } from './cache';
  */
 const SECOND = 1000;
 
-const fleetCache = new RecentCache<CandidateCluster[]>(SECOND);
-/** Every cluster's labels, location and taints (the pacer's fleet health, the pre-scheduling check, the scheduler). */
-export function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Promise<CandidateCluster[]> {
-  return fleetCache.get(
-    plane,
-    async () =>
-      (await plane.clusters.list()).map(({ value }) => ({
-        name: value.name,
-        labels: value.labels,
-        provider: value.spec.provider,
-        region: value.spec.region,
-        zone: value.spec.zone,
-        taints: value.taints.map((t) => ({ key: t.key, value: t.value, effect: t.effect })),
-      })),
-    { maxAgeMs },
-  );
+const fleetCache = new RecentCache<{ version: number; clusters: CandidateCluster[] }>(SECOND);
+/**
+ * A fleet view is listed again at least this often even when no change was noted: the safety net for a
+ * process that stopped between a cluster's write and the summary's bump (the minute recount bumps it too).
+ */
+const FLEET_VIEW_MAX_AGE_MS = 30_000;
+
+const candidateOf = (value: ClusterRecord): CandidateCluster => ({
+  name: value.name,
+  labels: value.labels,
+  provider: value.spec.provider,
+  region: value.spec.region,
+  zone: value.spec.zone,
+  taints: value.taints.map((t) => ({ key: t.key, value: t.value, effect: t.effect })),
+});
+
+/**
+ * Every cluster's labels, location and taints (the pacer's fleet health, the pre-scheduling check, the
+ * scheduler). Standalone: the listing is kept until the fleet summary's `viewVersion` moves (read at most
+ * `maxAgeMs` ago: one small point read), so placements and evictions cost no listing while the fleet is
+ * unchanged. Karmada mode (Karmada changes its Clusters, not us): listed again after `maxAgeMs`.
+ */
+export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Promise<CandidateCluster[]> {
+  if (plane.karmada) {
+    const view = await fleetCache.get(plane, async () => ({ version: 0, clusters: (await plane.clusters.list()).map(({ value }) => candidateOf(value)) }), {
+      maxAgeMs,
+    });
+    return view.clusters;
+  }
+  const version = (await fleetCounts(plane, maxAgeMs)).viewVersion ?? 0;
+  const cached = fleetCache.peek(plane, '', FLEET_VIEW_MAX_AGE_MS);
+  if (cached && cached.version === version) return cached.clusters;
+  // Listed after the version was read: a change in between is in the listing or moves the version again.
+  const sentAt = Date.now();
+  const clusters = (await plane.clusters.list()).map(({ value }) => candidateOf(value));
+  fleetCache.set(plane, { version, clusters }, '', sentAt);
+  return clusters;
 }
 
 /** After this process wrote a cluster, its next placement and pre-check read the fleet again. */
@@ -81,6 +102,8 @@ export async function beginFleetRecount(plane: ControlPlane): Promise<(clusters:
   const stored = await plane.fleetSummary.get(SUMMARY);
   return async (clusters) => {
     const counted: FleetSummary = {
+      // A summary made anew (first use, or lost) starts a version no process has cached.
+      viewVersion: stored?.value.viewVersion ?? Date.now(),
       total: clusters.length,
       faulty: clusters
         .filter(({ value }) => value.taints.some(isFaultyTaint))
@@ -95,6 +118,8 @@ export async function beginFleetRecount(plane: ControlPlane): Promise<(clusters:
           stored: { total: stored.value.total, faulty: stored.value.faulty.length },
           counted: { total: counted.total, faulty: counted.faulty.length },
         });
+        // Something was not noted (a stopped process): the fleet views are listed again too.
+        counted.viewVersion = (counted.viewVersion ?? 0) + 1;
         await plane.fleetSummary.replace(SUMMARY, counted, stored.etag);
       }
     } catch (error) {
@@ -111,7 +136,12 @@ export async function beginFleetRecount(plane: ControlPlane): Promise<(clusters:
  * set). Idempotent for the set; a total the recount finds wrong (a crash between the cluster's write and
  * this one) is corrected within the minute.
  */
-export async function noteFleetChange(plane: ControlPlane, name: string, change: { created?: boolean; deleted?: boolean; faulty: boolean }): Promise<void> {
+export async function noteFleetChange(
+  plane: ControlPlane,
+  name: string,
+  /** `viewChanged`: what the fleet view holds of the cluster changed (labels, location, taints). */
+  change: { created?: boolean; deleted?: boolean; faulty: boolean; viewChanged?: boolean },
+): Promise<void> {
   if (plane.karmada) return;
   if (!(await plane.fleetSummary.get(SUMMARY))) {
     await recountFleet(plane);
@@ -125,6 +155,7 @@ export async function noteFleetChange(plane: ControlPlane, name: string, change:
     summary.faulty = summary.faulty.filter((n) => n !== name);
     if (change.faulty && !change.deleted) summary.faulty.push(name);
     summary.faulty.sort();
+    if (change.created || change.deleted || change.viewChanged) summary.viewVersion = (summary.viewVersion ?? 0) + 1;
     return JSON.stringify(summary) === before ? keep(summary) : write(summary, summary);
   });
   summaryCache.set(plane, outcome.result);
