@@ -116,6 +116,22 @@ async function batchInsertCeiling(storage: Awaited<ReturnType<typeof startTestSt
   return Math.round(entities / ((performance.now() - started) / 1000));
 }
 
+/** Seconds from the earliest decision (`decidedAt`) to the last ledger row stored (entity Timestamp). */
+async function plannerSpan(ledger: TableClient): Promise<number> {
+  let decided = Infinity;
+  let stored = -Infinity;
+  const rows = ledger.listEntities<{ decision?: string; timestamp?: string }>({
+    queryOptions: { filter: odata`RowKey ge 'e:' and RowKey lt 'e;'`, select: ['decision', 'Timestamp'] },
+  });
+  for await (const row of rows) {
+    const decidedAt = Date.parse((JSON.parse(row.decision ?? '{}') as { decidedAt?: string }).decidedAt ?? '');
+    const storedAt = Date.parse(row.timestamp ?? '');
+    if (Number.isFinite(decidedAt)) decided = Math.min(decided, decidedAt);
+    if (Number.isFinite(storedAt)) stored = Math.max(stored, storedAt);
+  }
+  return Math.max(0.001, (stored - decided) / 1000);
+}
+
 /**
  * Seeds `clusters` healthy clusters and `bindings` bindings (each on one cluster, with a second candidate
  * half the fleet away) straight into storage in bulk: what a host would hold after applying them.
@@ -214,16 +230,18 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
       // so the watching itself must not take the emulator's one thread from the host being measured.
       const ledgerTable = env.storage.table(TABLES.ledger);
       let planned = 0;
-      let firstRowsAt: number | undefined;
       for (;;) {
         planned = await countRows(ledgerTable, odata`RowKey ge 'e:' and RowKey lt 'e;'`);
-        if (planned > 0) firstRowsAt ??= performance.now();
         if (planned >= expected || performance.now() - failedAt > 300_000) break;
         await sleep(250);
       }
       const planningSeconds = (performance.now() - failedAt) / 1000;
-      // The planner's own pace: from the first rows seen (the taint manager's messages picked up) to the last.
-      const plannerSeconds = firstRowsAt !== undefined ? (performance.now() - firstRowsAt) / 1000 : planningSeconds;
+      // The planner's own pace, from the rows themselves: from the earliest decision (a row's decidedAt is the
+      // clock read when its cluster's planning began, before the cluster and its placements are read) to the
+      // last row stored (its entity Timestamp, Azurite's clock on the same machine). End to end adds the two
+      // queue hops before it (taint evaluation, taint manager: up to maxPollingInterval each when idle).
+      const plannerSeconds = await plannerSpan(ledgerTable);
+      const planningBusyMs = process.env.BENCH_VERBOSE ? { ...tableProxy.busyMs(), ...queueProxy.busyMs() } : undefined;
 
       // The evictions, until the last is done (or `evictionSeconds` pass); requests counted over the same span.
       tableProxy.reset();
@@ -275,8 +293,10 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
           azuriteBatchInsertPerSecond: ceiling,
           azuriteOnePartitionPerSecond: onePartitionCeiling,
           ratio: round(planned / planningSeconds / ceiling, 2),
-          plannerPerSecond: Math.round(planned / Math.max(plannerSeconds, 0.25)),
-          plannerRatio: round(planned / Math.max(plannerSeconds, 0.25) / ceiling, 2),
+          plannerSeconds: round(plannerSeconds, 2),
+          plannerPerSecond: Math.round(planned / plannerSeconds),
+          plannerRatio: round(planned / plannerSeconds / ceiling, 2),
+          busyMs: planningBusyMs,
         },
         evictions: {
           configured: rate,
@@ -295,6 +315,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
           invocationsPerEviction: evicted ? round(windowInvocations.invocations / evicted, 2) : null,
           invocationMsPerEviction: evicted ? Math.round((windowInvocations.busySeconds * 1000) / evicted) : null,
           breakdown: process.env.BENCH_VERBOSE ? { ...tableProxy.breakdown(), ...queueProxy.breakdown() } : undefined,
+          busyMs: process.env.BENCH_VERBOSE ? { ...tableProxy.busyMs(), ...queueProxy.busyMs() } : undefined,
         },
       };
     } finally {

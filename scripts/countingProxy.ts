@@ -12,6 +12,8 @@ export interface CountingProxy {
   breakdown: () => Record<string, number>;
   /** Table entities returned by reads (entity reads and query pages), counted in the response bodies. */
   rowsRead: () => number;
+  /** Milliseconds from request to the end of the answer, summed by the same kinds (where the emulator's one thread goes). */
+  busyMs: () => Record<string, number>;
   reset: () => void;
   close: () => Promise<void>;
 }
@@ -21,6 +23,7 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
   let count = 0;
   let rows = 0;
   let byKind = new Map<string, number>();
+  let msByKind = new Map<string, number>();
   const server: Server = createServer((req, res) => {
     count++;
     const path = (req.url ?? '').split('?')[0].split('/')[2] ?? '';
@@ -28,6 +31,8 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
     const resource = path.replace(/\(.+\)$/, ' (entity)').replace(/\(\)$/, '');
     const kind = `${req.method} ${resource}${/\$batch/.test(req.url ?? '') ? ' (batch)' : ''}`;
     byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
+    const started = performance.now();
+    const counted = msByKind;
     const forward = request(
       { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host } },
       (reply) => {
@@ -36,6 +41,7 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
           // Each entity in a Table response carries one RowKey; a marker split across chunks is rare enough to ignore.
           reply.on('data', (chunk: Buffer) => (rows += chunk.toString('latin1').split('"RowKey"').length - 1));
         }
+        reply.on('end', () => counted.set(kind, (counted.get(kind) ?? 0) + performance.now() - started));
         reply.pipe(res);
       },
     );
@@ -54,10 +60,12 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
     count: () => count,
     breakdown: () => Object.fromEntries([...byKind].sort((a, b) => b[1] - a[1])),
     rowsRead: () => rows,
+    busyMs: () => Object.fromEntries([...msByKind].sort((a, b) => b[1] - a[1]).map(([kind, ms]) => [kind, Math.round(ms)])),
     reset: () => {
       count = 0;
       rows = 0;
       byKind = new Map();
+      msByKind = new Map();
     },
     close: () =>
       new Promise((resolve) => {
