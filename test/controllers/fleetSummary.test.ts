@@ -105,7 +105,11 @@ describe('the fleet view (scheduler, pre-check, pacer)', () => {
     await fleetClusters(other, 0);
     // Written straight to the store: the summary never hears of it.
     const b = (await m.plane.clusters.get('b'))!;
-    await m.plane.clusters.replace('b', { ...b.value, taints: [{ key: 'k', effect: 'NoExecute', timeAdded: new Date().toISOString() }] }, b.etag);
+    await m.plane.clusters.replace(
+      'b',
+      { ...b.value, taints: [{ key: 'k', effect: 'NoExecute', timeAdded: new Date().toISOString(), owners: [], manual: false }] },
+      b.etag,
+    );
     expect((await fleetClusters(other, 0)).find((c) => c.name === 'b')?.taints).toEqual([]);
     await recountFleet(m.plane);
     expect((await fleetClusters(other, 0)).find((c) => c.name === 'b')?.taints).toEqual([{ key: 'k', value: undefined, effect: 'NoExecute' }]);
