@@ -93,7 +93,7 @@ function sameShard(count: number, prefix = 's'): { names: string[]; shard: strin
 
 /** A binding name whose shard differs from `shard` (with one shard per cluster: any other name). */
 function otherShard(shard: string, prefix = 'o'): string {
-  for (let i = 0; ; i++) if (SHARDS === 1 || shardOf(keyOf(`${prefix}${i}`)) !== shard) return `${prefix}${i}`;
+  for (let i = 0; ; i++) if ((SHARDS as number) === 1 || shardOf(keyOf(`${prefix}${i}`)) !== shard) return `${prefix}${i}`;
 }
 
 /** Rows of a cluster in the order the service lists them: by shard (partition), then binding key. */

@@ -241,7 +241,7 @@ describe('TableLedger storage layout', () => {
   };
 
   it('keeps its shard hash, keys and properties (stored rows outlive the code)', async () => {
-    expect(['rb:ns:a', 'rb:default:web', 'crb:global'].map(shardOf)).toEqual(['00', '00', '00']);
+    expect(['rb:ns:a', 'rb:default:web', 'crb:global'].map(shardOf)).toEqual(['07', '02', '03']);
     await env.storage.tableService().createTable('ledgerlayout');
     const client = env.storage.table('ledgerlayout');
     const ledger = new TableLedger(client);
@@ -262,14 +262,14 @@ describe('TableLedger storage layout', () => {
     for await (const { etag: _etag, timestamp: _timestamp, ...entity } of client.listEntities<Record<string, unknown>>()) rows.push(entity);
     const { decision, ...eviction } = rows.find((r) => String(r.rowKey).startsWith('e:'))!;
     expect(rows.map((r) => [r.partitionKey, r.rowKey])).toEqual([
-      ['m1|00', 'b:rb:ns:a'],
-      ['m1|00', 'e:rb:ns:a'],
-      ['~due', '2026-01-01T00:01:00.000Z|m1|00'],
+      ['m1|07', 'b:rb:ns:a'],
+      ['m1|07', 'e:rb:ns:a'],
+      ['~due', '2026-01-01T00:01:00.000Z|m1|07'],
       ['~pacer', 'layout'],
       ['~pacer', 'state'],
     ]);
     expect(rows[0]).toEqual({
-      partitionKey: 'm1|00',
+      partitionKey: 'm1|07',
       rowKey: 'b:rb:ns:a',
       cluster: 'm1',
       kind: 'ResourceBinding',
@@ -282,7 +282,7 @@ describe('TableLedger storage layout', () => {
       rev: 3,
     });
     expect(eviction).toEqual({
-      partitionKey: 'm1|00',
+      partitionKey: 'm1|07',
       rowKey: 'e:rb:ns:a',
       state: 'pending',
       dueAt: '2026-01-01T00:01:00.000Z',
@@ -300,12 +300,12 @@ describe('TableLedger storage layout', () => {
       decisionRev: 1,
       traceparent: 'tp',
     });
-    expect(rows[2]).toEqual({ partitionKey: '~due', rowKey: '2026-01-01T00:01:00.000Z|m1|00', dueAt: '2026-01-01T00:01:00.000Z', cluster: 'm1', shard: '00' });
-    expect(rows[3]).toMatchObject({ partitionKey: '~pacer', rowKey: 'layout', shards: 1, moved: 0 });
+    expect(rows[2]).toEqual({ partitionKey: '~due', rowKey: '2026-01-01T00:01:00.000Z|m1|07', dueAt: '2026-01-01T00:01:00.000Z', cluster: 'm1', shard: '07' });
+    expect(rows[3]).toMatchObject({ partitionKey: '~pacer', rowKey: 'layout', shards: 8, moved: 0 });
     expect(rows[4]).toEqual({ partitionKey: '~pacer', rowKey: 'state', ...state, draining: '["m2"]' });
   });
 
-  it('moves rows written under 64 shards into the one-partition layout on first use, losing none, and then costs one read', async () => {
+  it('moves rows written under 64 shards into the eight-partition layout on first use, losing none, and then costs one read', async () => {
     await env.storage.tableService().createTable('ledgermove');
     const client = env.storage.table('ledgermove');
     // What a store written by the 64-shard layout holds: rows of m1 in shards 27 and 3b, a due entry, the pacer row.
@@ -322,17 +322,17 @@ describe('TableLedger storage layout', () => {
     await client.deleteEntity('~pacer', 'layout');
 
     const upgraded = new TableLedger(client);
-    expect((await upgraded.listPlacements('m1')).map((p) => p.name)).toEqual(['a', 'b']);
+    expect((await upgraded.listPlacements('m1')).map((p) => p.name).sort()).toEqual(['a', 'b']);
     const a = (await upgraded.getEviction('m1', keyOf('a')))!;
     expect(a.record).toEqual(record('a'));
     expect(await upgraded.commitEviction({ ...a.record, state: 'done' }, a.etag)).toBe(true);
     expect((await upgraded.listPlacements('m1')).map((p) => p.name)).toEqual(['b']);
     const keys: string[] = [];
     for await (const entity of client.listEntities<Record<string, unknown>>()) keys.push(`${entity.partitionKey}/${entity.rowKey}`);
-    expect(keys.filter((k) => k.startsWith('m1|'))).toEqual(['m1|00/b:rb:ns:b', 'm1|00/e:rb:ns:a']);
+    expect(keys.filter((k) => k.startsWith('m1|')).sort()).toEqual([`m1|${shardOf(keyOf('b'))}/b:rb:ns:b`, `m1|${shardOf(keyOf('a'))}/e:rb:ns:a`].sort());
     expect((await client.getEntity('~pacer', 'layout')).moved).toBe(3);
     // The old due entry still leads the pacer to the cluster's pending rows (read across its partitions).
-    expect(keys).toContain('~due/2026-01-01T00:01:00.000Z|m1|00');
+    expect(keys).toContain(`~due/2026-01-01T00:01:00.000Z|m1|${shardOf(keyOf('a'))}`);
   });
 
   it('checks the layout once per process: one read when it is current', async () => {
