@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../shared/clock';
 import { bindingKey, EvictionRecord } from '../../shared/failover/bindingModel';
+import { shardOf } from '../../shared/store/ledger/keys';
 import { MemoryDocumentStore, MemoryLeaseStore, MemoryLedger, MemoryMessageQueue, MemoryStorageError, MemoryTable } from '../../shared/store/memory';
 import { ConcurrencyError } from '../../shared/store/ports';
-import { shardOf } from '../../shared/store/ledger/keys';
 
 /** What only the memory adapters have: fault hooks, the queue's record of sent messages, table rules. The rest is in test/integration/ports.contract.test.ts. */
 
