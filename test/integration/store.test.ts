@@ -8,6 +8,7 @@ import { applyTaintPolicy } from '../../shared/controllers/taintPolicies';
 import { bindingKey, EvictionRecord, PlacementFacts } from '../../shared/failover/bindingModel';
 import { createControlPlane } from '../../shared/runtime';
 import { bucketOf } from '../../shared/store/buckets';
+import { submit } from '../../shared/store/ledger/transactions';
 import { shardOf, TableLedger } from '../../shared/store/ledgerTable';
 import { mutate, write } from '../../shared/store/optimistic';
 import { ConcurrencyError } from '../../shared/store/ports';
@@ -404,5 +405,42 @@ describe('TableLedger storage layout', () => {
     expect(await cost(() => ledger.deleteDue(groups))).toBe(1 + groups.length);
     expect(await cost(() => ledger.addDue([record('a'), record('a')]))).toBe(1);
     expect(await cost(() => ledger.getPacerState())).toBe(1);
+  });
+});
+
+describe('ledger transactions of one action', () => {
+  it('are sent as the action alone, with the effect, ETags and errors of a transaction of one', async () => {
+    await env.storage.tableService().createTable('singleactions');
+    const client = env.storage.table('singleactions');
+    let batches = 0;
+    const counted = TableClient.fromConnectionString(env.azurite.connectionString, 'singleactions', {
+      allowInsecureConnection: true,
+      additionalPolicies: [
+        { policy: { name: 'count', sendRequest: (request, next) => (request.url.includes('$batch') && batches++, next(request)) }, position: 'perCall' },
+      ],
+    });
+    const [created] = await submit(counted, [['create', { partitionKey: 'p', rowKey: 'a', n: 1 }]]);
+    expect(created).toBe((await client.getEntity('p', 'a')).etag);
+    await expect(submit(counted, [['create', { partitionKey: 'p', rowKey: 'a', n: 2 }]])).rejects.toMatchObject({ statusCode: 409 });
+    const [updated] = await submit(counted, [['update', { partitionKey: 'p', rowKey: 'a', n: 3 }, 'Replace', { etag: created }]]);
+    await expect(submit(counted, [['update', { partitionKey: 'p', rowKey: 'a', n: 4 }, 'Replace', { etag: created }]])).rejects.toMatchObject({
+      statusCode: 412,
+    });
+    expect((await client.getEntity<{ n: number }>('p', 'a')).n).toBe(3);
+    await submit(counted, [['upsert', { partitionKey: 'p', rowKey: 'b', m: 1 }]]);
+    await submit(counted, [['upsert', { partitionKey: 'p', rowKey: 'b', n: 5 }]]);
+    // Merge, the default of a transaction's upsert: the other property stays.
+    expect(await client.getEntity('p', 'b')).toMatchObject({ m: 1, n: 5 });
+    await submit(counted, [['delete', { partitionKey: 'p', rowKey: 'a' }]]);
+    await expect(client.getEntity('p', 'a')).rejects.toMatchObject({ statusCode: 404 });
+    await expect(submit(counted, [['delete', { partitionKey: 'p', rowKey: 'a' }]])).rejects.toMatchObject({ statusCode: 404 });
+    expect(updated).toBeDefined();
+    expect(batches).toBe(0);
+    // Two actions of one partition are still one transaction.
+    await submit(counted, [
+      ['create', { partitionKey: 'p', rowKey: 'c' }],
+      ['create', { partitionKey: 'p', rowKey: 'd' }],
+    ]);
+    expect(batches).toBe(1);
   });
 });

@@ -38,14 +38,38 @@ export async function submit(client: TableClient, actions: TransactionAction[], 
   let failure: Error | undefined;
   await mapConcurrent(chunks, concurrency, async (chunk) => {
     try {
-      const response = await client.submitTransaction(chunk.map((i) => actions[i]));
-      response.subResponses.forEach((sub, k) => (etags[chunk[k]] = sub.etag));
+      if (chunk.length === 1) etags[chunk[0]] = await submitOne(client, actions[chunk[0]]);
+      else {
+        const response = await client.submitTransaction(chunk.map((i) => actions[i]));
+        response.subResponses.forEach((sub, k) => (etags[chunk[k]] = sub.etag));
+      }
     } catch (error) {
       failure ??= error instanceof Error ? error : new Error(String(error));
     }
   });
   if (failure) throw failure;
   return etags;
+}
+
+/**
+ * One action sent alone: the same effect and the same errors as a transaction of one (and billed the same on
+ * Azure), without the multipart body, which Azurite serves about a third slower. A bulk write spread over many
+ * partitions (a binding import across the fleet, a rescheduled binding's new placement row) is mostly these.
+ */
+export async function submitOne(client: TableClient, action: TransactionAction): Promise<string | undefined> {
+  const entity = action[1];
+  switch (action[0]) {
+    case 'create':
+      return (await client.createEntity(entity)).etag;
+    case 'delete':
+      // As in a transaction: unconditional (If-Match: *).
+      await client.deleteEntity(entity.partitionKey, entity.rowKey);
+      return undefined;
+    case 'upsert':
+      return (await client.upsertEntity(entity, action[2] ?? 'Merge')).etag;
+    case 'update':
+      return (await client.updateEntity(entity, action[2] ?? 'Merge', action[3])).etag;
+  }
 }
 
 /** A batch fails whole on one conflict; then each action is tried alone and the ones that conflict (409, 412) are skipped. */
