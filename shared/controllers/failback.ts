@@ -14,7 +14,7 @@ import { keep, write } from '../store/optimistic';
 import type { EventRecord, Versioned, VersionedEviction } from '../store/ports';
 import { currentTraceCarrier } from '../telemetry/tracing';
 import type { ControlPlane } from './ports';
-import type { BindingRecord, ClusterRecord } from './records';
+import { type BindingRecord, clusterCandidate, type ClusterRecord } from './records';
 import { placementsOf, writeBinding } from './state/bindingWrites';
 import { bindingEvent, evictionEvent } from './state/events';
 import { evictionView, FailbackItem, failbackItemView, FailbackState } from './views';
@@ -92,12 +92,7 @@ export async function failbackWindowOf(plane: ControlPlane, binding: BindingReco
 
 export function homeFacts(record: ClusterRecord): HomeFacts {
   return {
-    name: record.name,
-    labels: record.labels,
-    provider: record.spec.provider,
-    region: record.spec.region,
-    zone: record.spec.zone,
-    taints: record.taints.map((t) => ({ key: t.key, value: t.value, effect: t.effect })),
+    ...clusterCandidate(record),
     conditions: record.conditions,
     ...(record.healthySince ? { healthySince: record.healthySince } : {}),
   };

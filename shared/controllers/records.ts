@@ -4,6 +4,7 @@ import type { WorkloadStatusItem } from '../failover/applicationFailover';
 import type { BindingKind } from '../failover/bindingModel';
 import type { FailbackEntries } from '../failover/failback';
 import type { AnyTaintPolicy, ClusterFacts, ClusterTaint, Condition, PolicyWindow } from '../failover/model';
+import { type CandidateCluster, candidateCluster } from '../failover/precheck';
 import type { ProbeState } from '../failover/probe';
 import type { InheritedField, PolicyRef } from '../failover/propagation';
 import { policyMode } from '../failover/shadow';
@@ -63,6 +64,9 @@ export function newClusterRecord(name: string, now: Date, registeredBy: ClusterR
     policyWindows: {},
   };
 }
+
+/** The cluster as placement sees it (the fleet view, failback's home). */
+export const clusterCandidate = (record: ClusterRecord): CandidateCluster => candidateCluster(clusterFacts(record));
 
 export function clusterFacts(record: ClusterRecord): ClusterFacts {
   return {

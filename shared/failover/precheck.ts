@@ -7,6 +7,16 @@ export interface CandidateCluster extends AffinityTarget {
   taints: Array<Pick<ClusterTaint, 'key' | 'value' | 'effect'>>;
 }
 
+/** What placement needs of a cluster: its name, labels, location and taints (without owners or times). */
+export const candidateCluster = (c: AffinityTarget & { taints: readonly CandidateCluster['taints'][number][] }): CandidateCluster => ({
+  name: c.name,
+  labels: c.labels,
+  provider: c.provider,
+  region: c.region,
+  zone: c.zone,
+  taints: c.taints.map((t) => ({ key: t.key, value: t.value, effect: t.effect })),
+});
+
 /**
  * Design decision 1: a new placement never lands on a cluster with an untolerated NoSchedule or NoExecute
  * taint, nor on one with any PreferNoExecute taint, nor on one with a NoExecute taint the binding tolerates

@@ -5,7 +5,7 @@ import { mergeConditions, ReportedCondition } from './conditions';
 import { decideEviction, FleetHealth, fleetHealth, isFaultyTaint, RateSettings } from './evictionDecision';
 import type { AnyTaintPolicy, ClusterFacts, ClusterTaint } from './model';
 import { evictFromPlacement } from './placementEviction';
-import { CandidateCluster, preScheduleCheck } from './precheck';
+import { CandidateCluster, candidateCluster, preScheduleCheck } from './precheck';
 import { schedule, TargetCluster } from './scheduler';
 import { forecastSlots, WaitingRow } from './slotForecast';
 import { evaluateTaintPolicies } from './taintPolicy';
@@ -135,14 +135,7 @@ export function whatIf(input: WhatIfInput): WhatIfResult {
     }
   }
 
-  const fleet: CandidateCluster[] = [...facts.values()].map((c) => ({
-    name: c.name,
-    labels: c.labels,
-    provider: c.provider,
-    region: c.region,
-    zone: c.zone,
-    taints: c.taints.map((t) => ({ key: t.key, value: t.value, effect: t.effect })),
-  }));
+  const fleet: CandidateCluster[] = [...facts.values()].map(candidateCluster);
   const health = fleetHealth(fleet.length, [...facts.values()].filter((c) => c.taints.some(isFaultyTaint)).length, input.rates);
 
   // The taint manager: at each change of a cluster's faulty taints, every binding without a frozen decision.

@@ -6,7 +6,7 @@ import type { PacerState } from '../../store/ports';
 import { ConcurrencyError, Versioned } from '../../store/ports';
 import type { ControlPlane, FleetSummary } from '../ports';
 import type { PolicyRecord } from '../records';
-import { BindingFlag, bindingFlags, BindingRecord, ClusterRecord } from '../records';
+import { BindingFlag, bindingFlags, BindingRecord, clusterCandidate, ClusterRecord } from '../records';
 import { RecentCache } from './cache';
 
 /**
@@ -23,15 +23,6 @@ const fleetCache = new RecentCache<{ version: number; clusters: CandidateCluster
  */
 const FLEET_VIEW_MAX_AGE_MS = 30_000;
 
-const candidateOf = (value: ClusterRecord): CandidateCluster => ({
-  name: value.name,
-  labels: value.labels,
-  provider: value.spec.provider,
-  region: value.spec.region,
-  zone: value.spec.zone,
-  taints: value.taints.map((t) => ({ key: t.key, value: t.value, effect: t.effect })),
-});
-
 /**
  * Every cluster's labels, location and taints (the pacer's fleet health, the pre-scheduling check, the
  * scheduler). Standalone: the listing is kept until the fleet summary's `viewVersion` moves (read at most
@@ -40,9 +31,13 @@ const candidateOf = (value: ClusterRecord): CandidateCluster => ({
  */
 export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Promise<CandidateCluster[]> {
   if (plane.karmada) {
-    const view = await fleetCache.get(plane, async () => ({ version: 0, clusters: (await plane.clusters.list()).map(({ value }) => candidateOf(value)) }), {
-      maxAgeMs,
-    });
+    const view = await fleetCache.get(
+      plane,
+      async () => ({ version: 0, clusters: (await plane.clusters.list()).map(({ value }) => clusterCandidate(value)) }),
+      {
+        maxAgeMs,
+      },
+    );
     return view.clusters;
   }
   const version = (await fleetCounts(plane, maxAgeMs)).viewVersion ?? 0;
@@ -50,7 +45,7 @@ export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Pro
   if (cached && cached.version === version) return cached.clusters;
   // Listed after the version was read: a change in between is in the listing or moves the version again.
   const sentAt = Date.now();
-  const clusters = (await plane.clusters.list()).map(({ value }) => candidateOf(value));
+  const clusters = (await plane.clusters.list()).map(({ value }) => clusterCandidate(value));
   fleetCache.set(plane, { version, clusters }, '', sentAt);
   return clusters;
 }
