@@ -1,13 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { api, HostProcess, startHostProcess, waitFor } from '../helpers/hostProcess';
-import { KubeApiServer, rbacAuthorizer, startKubeApiServer } from '../helpers/kubeApiServer';
-import { makeCa, MemberCa, MemberEndpointServer, startMemberEndpoint } from '../helpers/memberEndpoints';
+import { FAST_PROBE_SETTINGS, KarmadaFleet, startKarmadaFleet } from '../helpers/karmadaFleet';
+import type { KubeApiServer } from '../helpers/kubeApiServer';
+import type { MemberEndpointServer } from '../helpers/memberEndpoints';
 import { SEED_000_CTP } from '../helpers/seedYaml';
 
 /**
@@ -22,30 +20,13 @@ import { SEED_000_CTP } from '../helpers/seedYaml';
 const run = promisify(execFile);
 const RATE = 2;
 const BINDINGS = 16;
-const APP_USER = 'cluster-failover';
-const APP_TOKEN = 'app-token-0123456789';
-const ADMIN_TOKEN = 'admin-token-0123456789';
 
+let karmada: KarmadaFleet;
 let server: KubeApiServer;
 let host: HostProcess;
-let ca: MemberCa;
-const members: MemberEndpointServer[] = [];
+let members: MemberEndpointServer[];
 let dir: string;
 let adminKubeconfig: string;
-
-const clusterObject = (member: MemberEndpointServer) => ({
-  apiVersion: 'cluster.karmada.io/v1alpha1',
-  kind: 'Cluster',
-  metadata: { name: member.cluster, labels: { 'failover.io/test': 'true' } },
-  spec: { syncMode: 'Push', apiEndpoint: member.url, secretRef: { namespace: 'karmada-cluster', name: member.cluster } },
-});
-
-const secretObject = (member: MemberEndpointServer) => ({
-  apiVersion: 'v1',
-  kind: 'Secret',
-  metadata: { name: member.cluster, namespace: 'karmada-cluster' },
-  data: { token: Buffer.from(member.token).toString('base64'), caBundle: Buffer.from(member.caBundle).toString('base64') },
-});
 
 /** A ResourceBinding as Karmada's detector and scheduler leave it for seed 001's Deployment and policy. */
 const bindingObject = (i: number) => ({
@@ -85,40 +66,21 @@ const bindingSpec = (i: number) =>
   };
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'karmada-mode-'));
-  const rbac = readFileSync(join(__dirname, '..', '..', 'infra', 'karmada-rbac.yaml'), 'utf8');
-  server = await startKubeApiServer({
-    tokens: { [ADMIN_TOKEN]: 'admin', [APP_TOKEN]: APP_USER },
-    authorize: rbacAuthorizer(rbac, APP_USER),
-    bookmarkIntervalMs: 500,
-  });
-  ca = makeCa();
-  for (const name of ['member1', 'member2', 'member3']) members.push(await startMemberEndpoint(ca, name));
-  server.upsert({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'karmada-cluster' } });
-  for (const member of members) {
-    server.upsert(secretObject(member));
-    server.upsert(clusterObject(member));
-  }
+  karmada = await startKarmadaFleet({ prefix: 'karmada-mode-', clusterLabels: { 'failover.io/test': 'true' } });
+  ({ server, members, dir, adminKubeconfig } = karmada);
   server.upsert(taintPolicy());
   for (let i = 0; i < BINDINGS; i++) server.upsert(bindingObject(i));
-  adminKubeconfig = server.writeKubeconfig(dir, { token: ADMIN_TOKEN, contextName: 'admin' });
-  const appKubeconfig = server.writeKubeconfig(dir, { token: APP_TOKEN, contextName: 'app' });
   host = await startHostProcess({
-    KARMADA_KUBECONFIG: appKubeconfig,
+    KARMADA_KUBECONFIG: karmada.appKubeconfig(),
     FAILOVER_ENABLED: 'true',
     RESOURCE_EVICTION_RATE: String(RATE),
-    CLUSTER_STATUS_UPDATE_FREQUENCY_SECONDS: '1',
-    CLUSTER_FAILURE_THRESHOLD_SECONDS: '2',
-    CLUSTER_PROBE_TIMEOUT_SECONDS: '1',
+    ...FAST_PROBE_SETTINGS,
   });
 }, 60_000);
 
 afterAll(async () => {
   await host?.stop();
-  for (const member of members) await member.close();
-  await server?.close();
-  ca?.cleanup();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await karmada?.close();
 });
 
 describe('Karmada mode', () => {
@@ -291,7 +253,7 @@ describe('Karmada mode', () => {
     await host.stop();
     server.resetRequests();
     host = await startHostProcess({
-      KARMADA_KUBECONFIG: server.writeKubeconfig(dir, { token: APP_TOKEN, contextName: 'app' }),
+      KARMADA_KUBECONFIG: karmada.appKubeconfig(),
       FAILOVER_ENABLED: 'true',
       RESOURCE_EVICTION_RATE: String(RATE),
       CLUSTER_STATUS_UPDATE_FREQUENCY_SECONDS: '1',

@@ -1,11 +1,9 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, HostProcess, startHostProcess, waitFor } from '../helpers/hostProcess';
-import { KubeApiServer, rbacAuthorizer, startKubeApiServer } from '../helpers/kubeApiServer';
-import { makeCa, MemberCa, MemberEndpointServer, startMemberEndpoint } from '../helpers/memberEndpoints';
+import { FAST_PROBE_SETTINGS, KarmadaFleet, startKarmadaFleet } from '../helpers/karmadaFleet';
+import type { KubeApiServer } from '../helpers/kubeApiServer';
+import type { MemberEndpointServer } from '../helpers/memberEndpoints';
 
 /**
  * Policy status in Karmada mode, read with the real kubectl: the app writes each ClusterTaintPolicy's
@@ -16,16 +14,13 @@ import { makeCa, MemberCa, MemberEndpointServer, startMemberEndpoint } from '../
  */
 
 const KUBECTL = '/usr/bin/kubectl';
-const APP_USER = 'cluster-failover';
-const APP_TOKEN = 'app-token-0123456789';
-const ADMIN_TOKEN = 'admin-token-0123456789';
 const BINDINGS = 8;
 const POLICY = 'member-not-ready';
 
+let karmada: KarmadaFleet;
 let server: KubeApiServer;
 let host: HostProcess;
-let ca: MemberCa;
-const members: MemberEndpointServer[] = [];
+let members: MemberEndpointServer[];
 let dir: string;
 let kubeconfig: string;
 
@@ -43,31 +38,8 @@ const conditions = () =>
 const condition = (type: string) => conditions().find((c) => c.type === type);
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'policy-status-'));
-  const rbac = readFileSync(join(__dirname, '..', '..', 'infra', 'karmada-rbac.yaml'), 'utf8');
-  server = await startKubeApiServer({
-    tokens: { [ADMIN_TOKEN]: 'admin', [APP_TOKEN]: APP_USER },
-    authorize: rbacAuthorizer(rbac, APP_USER),
-    bookmarkIntervalMs: 500,
-  });
-  ca = makeCa();
-  server.upsert({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'karmada-cluster' } });
-  for (const name of ['member1', 'member2', 'member3']) {
-    const member = await startMemberEndpoint(ca, name);
-    members.push(member);
-    server.upsert({
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name, namespace: 'karmada-cluster' },
-      data: { token: Buffer.from(member.token).toString('base64'), caBundle: Buffer.from(member.caBundle).toString('base64') },
-    });
-    server.upsert({
-      apiVersion: 'cluster.karmada.io/v1alpha1',
-      kind: 'Cluster',
-      metadata: { name },
-      spec: { syncMode: 'Push', apiEndpoint: member.url, secretRef: { namespace: 'karmada-cluster', name } },
-    });
-  }
+  karmada = await startKarmadaFleet({ prefix: 'policy-status-' });
+  ({ server, members, dir } = karmada);
   server.upsert({
     apiVersion: 'policy.karmada.io/v1alpha1',
     kind: 'ClusterTaintPolicy',
@@ -93,23 +65,13 @@ beforeAll(async () => {
       status: { schedulerObservedGeneration: 1 },
     });
   }
-  kubeconfig = server.writeKubeconfig(dir, { token: ADMIN_TOKEN, contextName: 'admin' });
-  host = await startHostProcess({
-    KARMADA_KUBECONFIG: server.writeKubeconfig(dir, { token: APP_TOKEN, contextName: 'app' }),
-    FAILOVER_ENABLED: 'true',
-    RESOURCE_EVICTION_RATE: '2',
-    CLUSTER_STATUS_UPDATE_FREQUENCY_SECONDS: '1',
-    CLUSTER_FAILURE_THRESHOLD_SECONDS: '2',
-    CLUSTER_PROBE_TIMEOUT_SECONDS: '1',
-  });
+  kubeconfig = karmada.adminKubeconfig;
+  host = await startHostProcess({ KARMADA_KUBECONFIG: karmada.appKubeconfig(), FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: '2', ...FAST_PROBE_SETTINGS });
 }, 60_000);
 
 afterAll(async () => {
   await host?.stop();
-  for (const member of members) await member.close();
-  await server?.close();
-  ca?.cleanup();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await karmada?.close();
 });
 
 describe('ClusterTaintPolicy status in Karmada', () => {
