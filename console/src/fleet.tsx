@@ -96,17 +96,34 @@ function conditionTone(c: Condition): 'ok' | 'warn' | 'bad' {
   return c.status === 'False' ? 'ok' : 'warn';
 }
 
-export function ConditionList({ conditions }: { conditions: Condition[] | undefined }) {
-  if (!conditions?.length) return <span>none reported</span>;
+/**
+ * Conditions as badges with their reason: `messages` adds each message, `since` the transition time (a
+ * cluster's list shows it; a policy's table row does not).
+ */
+export function ConditionList({
+  conditions,
+  empty = 'none reported',
+  messages = false,
+  since = true,
+  tone = conditionTone,
+}: {
+  conditions: Condition[] | undefined;
+  empty?: string;
+  messages?: boolean;
+  since?: boolean;
+  /** A condition's badge colour (a cluster's by default). */
+  tone?: (c: Condition) => 'ok' | 'warn' | 'bad' | 'muted';
+}) {
+  if (!conditions?.length) return <span>{empty}</span>;
   return (
     <ul class="plain">
       {conditions.map((c) => (
         <li key={c.type}>
-          <Badge tone={conditionTone(c)}>
+          <Badge tone={tone(c)}>
             {c.type}={c.status}
           </Badge>{' '}
-          {c.reason ?? ''}{' '}
-          {c.lastTransitionTime ? (
+          {c.reason ?? ''} {messages && c.message ? <div class="small">{c.message}</div> : null}
+          {since && c.lastTransitionTime ? (
             <small>
               since <When iso={c.lastTransitionTime} />
             </small>

@@ -1,6 +1,7 @@
 import { get, HttpError, q } from './api';
 import { ActionButton, Badge, Empty, Loading, Section, When } from './components';
 import { EventTimeline } from './events';
+import { ConditionList } from './fleet';
 import { bindingHref, bindingName, mapLimited } from './format';
 import { usePoll } from './state';
 import type { BindingRef, Condition, FleetEvent, Policy } from './types';
@@ -48,31 +49,9 @@ function ModeBadge({ policy }: { policy: Policy }) {
   return policyMode(policy) === 'shadow' ? <Badge tone="info">shadow</Badge> : <Badge tone="muted">enforce</Badge>;
 }
 
-function conditionTone(c: Condition): 'ok' | 'warn' | 'bad' | 'muted' {
+function policyConditionTone(c: Condition): 'ok' | 'warn' | 'bad' | 'muted' {
   if (c.status !== 'True') return 'ok';
   return c.type === 'BlastRadiusExceeded' ? 'bad' : 'warn';
-}
-
-function Conditions({ conditions, messages = false }: { conditions: Condition[] | undefined; messages?: boolean }) {
-  if (!conditions?.length) return <span>none yet</span>;
-  return (
-    <ul class="plain">
-      {conditions.map((c) => (
-        <li key={c.type}>
-          <Badge tone={conditionTone(c)}>
-            {c.type}={c.status}
-          </Badge>{' '}
-          {c.reason ?? ''}
-          {messages && c.message ? <div class="small">{c.message}</div> : null}
-          {messages && c.lastTransitionTime ? (
-            <small>
-              since <When iso={c.lastTransitionTime} />
-            </small>
-          ) : null}
-        </li>
-      ))}
-    </ul>
-  );
 }
 
 /** `held/limit`, and what the guard is doing. */
@@ -140,7 +119,7 @@ export function PoliciesView() {
                     </td>
                     <td>{(p.spec.taintsToAdd ?? []).map((t) => `${t.key}:${t.effect}`).join(', ') || '—'}</td>
                     <td>
-                      <Conditions conditions={p.status?.conditions} />
+                      <ConditionList conditions={p.status?.conditions} empty="none yet" since={false} tone={policyConditionTone} />
                     </td>
                     <td>
                       <BlastRadiusCell policy={p} />
@@ -259,7 +238,7 @@ export function PolicyView({ name }: { name: string }) {
             </dl>
             {p.status?.rules ? <p class="small">{p.status.rules}</p> : null}
             <h4>Conditions</h4>
-            <Conditions conditions={p.status?.conditions} messages />
+            <ConditionList conditions={p.status?.conditions} empty="none yet" messages tone={policyConditionTone} />
             {exceeded(p) ? (
               <p class="actions">
                 <AcknowledgeButton policy={p} onDone={policy.refresh} />
