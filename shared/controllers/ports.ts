@@ -109,7 +109,13 @@ export type ApplicationFailoverMessage = z.infer<typeof applicationFailoverMessa
  * recount by the minute taint resync: fleet health costs one small read, whatever the fleet's size.
  */
 export interface FleetSummary {
+  /** `members.length`, kept beside it for readers. */
   total: number;
+  /**
+   * Names of every cluster (a set): a creation noted twice, or noted after a recount already listed the
+   * cluster, counts it once. Absent in a summary written by an older version: the next note recounts.
+   */
+  members?: string[];
   /** Names of the clusters with a NoExecute or PreferNoExecute taint (a set: adding one twice is harmless). */
   faulty: string[];
   recountedAt?: string;

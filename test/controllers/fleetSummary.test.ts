@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { applyObjects } from '../../shared/controllers/apply';
 import { deleteCluster } from '../../shared/controllers/clusters';
-import { currentFleetHealth, fleetClusters, recountFleet } from '../../shared/controllers/state/reads';
+import { currentFleetHealth, fleetClusters, noteFleetChange, recountFleet } from '../../shared/controllers/state/reads';
 import { resyncAllClusters } from '../../shared/controllers/taintEvaluation';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { cluster } from '../helpers/fleet';
@@ -52,6 +52,32 @@ describe('the maintained fleet summary', () => {
     await resyncAllClusters(m.plane);
     expect(await summary(m)).toMatchObject({ total: 2, faulty: ['b'] });
     expect((await currentFleetHealth(m.plane, 0)).faulty).toBe(1);
+  });
+
+  it('counts a cluster once when its creation is noted after a recount already listed it', async () => {
+    const m = memoryPlane();
+    await apply(m, [cluster('a'), cluster('b')]);
+    // A creation whose cluster row is written but whose note has not run yet when the recount lists.
+    const a = (await m.plane.clusters.get('a'))!;
+    await m.plane.clusters.create('c', { ...a.value, name: 'c' });
+    await recountFleet(m.plane);
+    expect(await summary(m)).toMatchObject({ total: 3, members: ['a', 'b', 'c'] });
+    await noteFleetChange(m.plane, 'c', { created: true, faulty: false });
+    await noteFleetChange(m.plane, 'c', { created: true, faulty: false });
+    expect(await summary(m)).toMatchObject({ total: 3, members: ['a', 'b', 'c'] });
+    expect((await currentFleetHealth(m.plane, 0)).total).toBe(3);
+    await deleteCluster(m.plane, 'c');
+    await noteFleetChange(m.plane, 'c', { deleted: true, faulty: false });
+    expect(await summary(m)).toMatchObject({ total: 2, members: ['a', 'b'] });
+  });
+
+  it('recounts a summary an older version wrote (a total without its member set) at the next note', async () => {
+    const m = memoryPlane();
+    await apply(m, [cluster('a'), cluster('b')]);
+    const stored = (await m.plane.fleetSummary.get('fleet'))!;
+    await m.plane.fleetSummary.replace('fleet', { total: 7, faulty: [] }, stored.etag);
+    await apply(m, [cluster('d')]);
+    expect(await summary(m)).toMatchObject({ total: 3, members: ['a', 'b', 'd'] });
   });
 
   it('a recount never undoes a change noted after its listing (the summary is read first, written with its ETag)', async () => {

@@ -96,10 +96,12 @@ export async function beginFleetRecount(plane: ControlPlane): Promise<(clusters:
   if (plane.karmada) return () => fleetCounts(plane, 0);
   const stored = await plane.fleetSummary.get(SUMMARY);
   return async (clusters) => {
+    const members = clusters.map(({ value }) => value.name).sort();
     const counted: FleetSummary = {
       // A summary made anew (first use, or lost) starts a version no process has cached.
       viewVersion: stored?.value.viewVersion ?? Date.now(),
-      total: clusters.length,
+      total: members.length,
+      members,
       faulty: clusters
         .filter(({ value }) => value.taints.some(isFaultyTaint))
         .map(({ value }) => value.name)
@@ -108,7 +110,10 @@ export async function beginFleetRecount(plane: ControlPlane): Promise<(clusters:
     };
     try {
       if (!stored) await plane.fleetSummary.create(SUMMARY, counted);
-      else if (stored.value.total !== counted.total || JSON.stringify([...stored.value.faulty].sort()) !== JSON.stringify(counted.faulty)) {
+      else if (
+        JSON.stringify([...(stored.value.members ?? [])].sort()) !== JSON.stringify(members) ||
+        JSON.stringify([...stored.value.faulty].sort()) !== JSON.stringify(counted.faulty)
+      ) {
         plane.log.warn('fleet summary corrected by the recount', {
           stored: { total: stored.value.total, faulty: stored.value.faulty.length },
           counted: { total: counted.total, faulty: counted.faulty.length },
@@ -127,9 +132,9 @@ export async function beginFleetRecount(plane: ControlPlane): Promise<(clusters:
 }
 
 /**
- * Keeps the summary in step with one cluster's change: created or deleted (the total), faulty or not (the
- * set). Idempotent for the set; a total the recount finds wrong (a crash between the cluster's write and
- * this one) is corrected within the minute.
+ * Keeps the summary in step with one cluster's change: created or deleted (the member set), faulty or not
+ * (the faulty set). Idempotent: both are sets, so a note that races a recount's listing counts a cluster
+ * once. A note lost to a crash between the cluster's write and this one is corrected by the minute recount.
  */
 export async function noteFleetChange(
   plane: ControlPlane,
@@ -138,22 +143,34 @@ export async function noteFleetChange(
   change: { created?: boolean; deleted?: boolean; faulty: boolean; viewChanged?: boolean },
 ): Promise<void> {
   if (plane.karmada) return;
-  if (!(await plane.fleetSummary.get(SUMMARY))) {
+  const stored = await plane.fleetSummary.get(SUMMARY);
+  if (!stored?.value.members) {
     await recountFleet(plane);
     return;
   }
-  const outcome = await mutate<FleetSummary, FleetSummary>(plane.fleetSummary, SUMMARY, (current) => {
-    const summary = current ? structuredClone(current.value) : { total: 0, faulty: [] };
-    const before = JSON.stringify(summary);
-    if (change.created) summary.total += 1;
-    if (change.deleted) summary.total = Math.max(0, summary.total - 1);
-    summary.faulty = summary.faulty.filter((n) => n !== name);
-    if (change.faulty && !change.deleted) summary.faulty.push(name);
-    summary.faulty.sort();
-    if (change.created || change.deleted || change.viewChanged) summary.viewVersion = (summary.viewVersion ?? 0) + 1;
-    return JSON.stringify(summary) === before ? keep(summary) : write(summary, summary);
-  });
-  summaryCache.set(plane, outcome.result);
+  const outcome = await mutate<FleetSummary, FleetSummary | undefined>(
+    plane.fleetSummary,
+    SUMMARY,
+    (current) => {
+      if (!current?.value.members) return keep(undefined);
+      const members = new Set(current.value.members);
+      if (change.created) members.add(name);
+      if (change.deleted) members.delete(name);
+      const faulty = new Set(current.value.faulty);
+      if (change.faulty && !change.deleted) faulty.add(name);
+      else faulty.delete(name);
+      const summary: FleetSummary = { ...current.value, members: [...members].sort(), total: members.size, faulty: [...faulty].sort() };
+      const membersChanged =
+        summary.total !== current.value.total || members.size !== current.value.members.length || !current.value.members.every((n) => members.has(n));
+      const faultyChanged = JSON.stringify(summary.faulty) !== JSON.stringify([...current.value.faulty].sort());
+      if (membersChanged || change.viewChanged) summary.viewVersion = (summary.viewVersion ?? 0) + 1;
+      return membersChanged || faultyChanged || change.viewChanged ? write(summary, summary) : keep(summary);
+    },
+    stored,
+  );
+  if (outcome.result) summaryCache.set(plane, outcome.result);
+  // Deleted or rewritten by an older version meanwhile: counted again from a listing.
+  else await recountFleet(plane);
 }
 
 /** Fleet health (design decision 6) from the maintained counts, with the faulty clusters' names; updates the gauges. */
