@@ -196,8 +196,8 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
     });
   }
   // One queue message per run of slots less than a second apart (at most MAX_EVICTIONS_PER_MESSAGE): the
-  // worker takes them in slot order, waiting for each, so a message costs a send and a delete whatever the
-  // rate, and becomes visible SLOT_LEAD_SECONDS before its first slot.
+  // worker acts on each at its slot, so a message costs a send and a delete whatever the rate, and becomes
+  // visible SLOT_LEAD_SECONDS before its first slot.
   outgoing.sort((a, b) => a.slot - b.slot);
   const batches: Array<typeof outgoing> = [];
   for (const item of outgoing) {

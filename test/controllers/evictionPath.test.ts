@@ -184,6 +184,39 @@ describe('eviction messages', () => {
     }
   });
 
+  it("runs a message's evictions side by side, one binding's one after another", async () => {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '10' });
+    // `both` is on two failing clusters: its two evictions share the message and must not overlap.
+    // Eight healthy clusters: two failing of ten keeps the fleet's rate up.
+    const healthy = ['h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'h7', 'h8'].map((name) => cluster(name));
+    await fleet(m, [cluster('m1', true), cluster('m2', true), ...healthy, binding('a', ['m1']), binding('b', ['m1']), binding('both', ['m1', 'm2'])]);
+    await manageCluster(m.plane, 'm1');
+    await manageCluster(m.plane, 'm2');
+    await runPacer(m.plane);
+    const [sent] = m.evictions.takeAll();
+    expect(sent.message.evictions.map((e) => e.bindingKey).sort()).toEqual(['rb:default:a', 'rb:default:b', 'rb:default:both', 'rb:default:both']);
+    m.clock.set(sent.message.evictions[sent.message.evictions.length - 1].slot);
+    // Every binding read takes a while: count the reads in flight at once, in all and per binding.
+    const get = m.plane.bindings.get.bind(m.plane.bindings);
+    let inFlight = 0;
+    let most = 0;
+    const perBinding = new Map<string, number>();
+    let mostForOne = 0;
+    m.plane.bindings.get = async (id: string) => {
+      inFlight++;
+      perBinding.set(id, (perBinding.get(id) ?? 0) + 1);
+      most = Math.max(most, inFlight);
+      mostForOne = Math.max(mostForOne, perBinding.get(id)!);
+      await new Promise((r) => setTimeout(r, 20));
+      inFlight--;
+      perBinding.set(id, perBinding.get(id)! - 1);
+      return get(id);
+    };
+    expect((await executeEvictionBatch(m.plane, sent.message)).sort()).toEqual(['evicted', 'evicted', 'evicted', 'evicted']);
+    expect(most).toBe(3);
+    expect(mostForOne).toBe(1);
+  });
+
   it('one eviction that throws does not hold up the others of its message; the message is retried', async () => {
     const m = memoryPlane({ RESOURCE_EVICTION_RATE: '10' });
     await fleet(m, [cluster('m1', true), cluster('m2'), binding('a', ['m1']), binding('b', ['m1']), binding('c', ['m1'])]);
