@@ -1,4 +1,4 @@
-import { odata, RestError, TableClient, TableServiceClient, TableTransaction, TransactionAction } from '@azure/data-tables';
+import { odata, RestError, TableClient, TableServiceClient, TransactionAction } from '@azure/data-tables';
 import { mapConcurrent } from '../concurrency';
 import { bucketOf } from './buckets';
 import { BATCH } from './ledger/keys';
@@ -314,7 +314,7 @@ export class TableEventLog implements EventLog {
   constructor(private readonly client: TableClient) {}
 
   async append(events: EventRecord[]): Promise<void> {
-    const byPartition = new Map<string, Array<Record<string, unknown>>>();
+    const actions: TransactionAction[] = [];
     for (const event of events) {
       const partitionKey = eventPartition(event.kind, event.name);
       // An event with an id has a row key of its own: a retried step records it once. Every event is written
@@ -334,22 +334,10 @@ export class TableEventLog implements EventLog {
         message: event.message.slice(0, 4000),
         details: event.details ? JSON.stringify(event.details).slice(0, 30_000) : '',
       };
-      byPartition.set(partitionKey, [...(byPartition.get(partitionKey) ?? []), entity]);
+      actions.push(['upsert', entity, 'Replace']);
     }
-    await Promise.all(
-      [...byPartition.values()].map(async (entities) => {
-        // One event of an object alone is one upsert (cheaper to serve than a transaction of one).
-        if (entities.length === 1) {
-          await this.client.upsertEntity(entities[0] as never, 'Replace');
-          return;
-        }
-        for (let i = 0; i < entities.length; i += 100) {
-          const transaction = new TableTransaction();
-          for (const entity of entities.slice(i, i + 100)) transaction.upsertEntity(entity as never, 'Replace');
-          await this.client.submitTransaction(transaction.actions);
-        }
-      }),
-    );
+    // One transaction per object's events (100 at most), all objects at once; an object's single event is a plain upsert.
+    await submit(this.client, actions, actions.length);
   }
 
   async list(query: EventQuery): Promise<EventRecord[]> {
