@@ -34,9 +34,7 @@ export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Pro
     const view = await fleetCache.get(
       plane,
       async () => ({ version: 0, clusters: (await plane.clusters.list()).map(({ value }) => clusterCandidate(value)) }),
-      {
-        maxAgeMs,
-      },
+      { maxAgeMs },
     );
     return view.clusters;
   }
@@ -110,10 +108,7 @@ export async function beginFleetRecount(plane: ControlPlane): Promise<(clusters:
     };
     try {
       if (!stored) await plane.fleetSummary.create(SUMMARY, counted);
-      else if (
-        JSON.stringify([...(stored.value.members ?? [])].sort()) !== JSON.stringify(members) ||
-        JSON.stringify([...stored.value.faulty].sort()) !== JSON.stringify(counted.faulty)
-      ) {
+      else if (!sameNames(stored.value.members ?? [], members) || !sameNames(stored.value.faulty, counted.faulty)) {
         plane.log.warn('fleet summary corrected by the recount', {
           stored: { total: stored.value.total, faulty: stored.value.faulty.length },
           counted: { total: counted.total, faulty: counted.faulty.length },
@@ -159,10 +154,10 @@ export async function noteFleetChange(
       const faulty = new Set(current.value.faulty);
       if (change.faulty && !change.deleted) faulty.add(name);
       else faulty.delete(name);
-      const summary: FleetSummary = { ...current.value, members: [...members].sort(), total: members.size, faulty: [...faulty].sort() };
-      const membersChanged =
-        summary.total !== current.value.total || members.size !== current.value.members.length || !current.value.members.every((n) => members.has(n));
-      const faultyChanged = JSON.stringify(summary.faulty) !== JSON.stringify([...current.value.faulty].sort());
+      const names = [...members].sort();
+      const summary: FleetSummary = { ...current.value, members: names, total: names.length, faulty: [...faulty].sort() };
+      const membersChanged = summary.total !== current.value.total || !sameNames(current.value.members, names);
+      const faultyChanged = !sameNames(current.value.faulty, summary.faulty);
       if (membersChanged || change.viewChanged) summary.viewVersion = (summary.viewVersion ?? 0) + 1;
       return membersChanged || faultyChanged || change.viewChanged ? write(summary, summary) : keep(summary);
     },
@@ -172,6 +167,10 @@ export async function noteFleetChange(
   // Deleted or rewritten by an older version meanwhile: counted again from a listing.
   else await recountFleet(plane);
 }
+
+/** Two lists of cluster names hold the same names (in any order). */
+const sameNames = (a: readonly string[], b: readonly string[]): boolean =>
+  a.length === b.length && JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
 
 /** Fleet health (design decision 6) from the maintained counts, with the faulty clusters' names; updates the gauges. */
 export async function currentFleetHealth(plane: ControlPlane, maxAgeMs?: number): Promise<FleetHealth & { faultyClusters: string[] }> {
