@@ -1,6 +1,7 @@
 import { odata, RestError, TableClient, TableServiceClient, TransactionAction } from '@azure/data-tables';
 import { mapConcurrent } from '../concurrency';
 import { bucketOf } from './buckets';
+import { eventPartition, eventRowKey, kindPartitions, legacyEventPartition, objectRows } from './eventKeys';
 import { BATCH } from './ledger/keys';
 import { moveEntities, partitionOfAction, submit } from './ledger/transactions';
 import {
@@ -316,16 +317,15 @@ export class TableEventLog implements EventLog {
   async append(events: EventRecord[]): Promise<void> {
     const actions: TransactionAction[] = [];
     for (const event of events) {
-      const partitionKey = eventPartition(event.kind, event.name);
       // An event with an id has a row key of its own: a retried step records it once. Every event is written
       // with upsert (row keys without an id are unique to this write), so a transaction the retry policy
       // repeats after a lost answer lands once instead of failing with 409.
-      const rowKey = event.id
+      const suffix = event.id
         ? `${event.time}-id-${event.id}`
         : `${event.time}-${process.pid.toString(36)}-${(this.sequence++).toString(36).padStart(6, '0')}-${Math.random().toString(36).slice(2, 8)}`;
       const entity = {
-        partitionKey,
-        rowKey,
+        partitionKey: eventPartition(event.kind, event.name),
+        rowKey: eventRowKey(event.name, suffix),
         time: event.time,
         kind: event.kind,
         name: event.name,
@@ -336,41 +336,50 @@ export class TableEventLog implements EventLog {
       };
       actions.push(['upsert', entity, 'Replace']);
     }
-    // One transaction per object's events (100 at most), all objects at once; an object's single event is a plain upsert.
+    // One transaction per bucket's events (100 at most), all buckets at once; a bucket's single event is a plain upsert.
     await submit(this.client, actions, actions.length);
   }
 
   async list(query: EventQuery): Promise<EventRecord[]> {
-    const clauses: string[] = [];
-    if (query.kind && query.name) clauses.push(odata`PartitionKey eq ${eventPartition(query.kind, query.name)}`);
-    else if (query.kind) clauses.push(odata`PartitionKey ge ${`${query.kind}_`} and PartitionKey lt ${`${query.kind}\``}`);
-    else if (query.name) clauses.push(odata`name eq ${query.name}`);
-    if (query.since) clauses.push(odata`time ge ${query.since}`);
-    const filter = clauses.length > 0 ? clauses.join(' and ') : undefined;
-    const rows: Array<{ rowKey: string; event: EventRecord }> = [];
-    const entities = this.client.listEntities<Record<string, unknown>>({ queryOptions: filter ? { filter } : {} });
-    for await (const entity of entities) {
-      rows.push({
-        rowKey: String(entity.rowKey),
-        event: {
-          time: String(entity.time),
-          kind: String(entity.kind),
-          name: String(entity.name),
-          type: entity.type === 'Warning' ? 'Warning' : 'Normal',
-          reason: String(entity.reason),
-          message: String(entity.message),
-          ...(entity.details ? { details: JSON.parse(String(entity.details)) as Record<string, unknown> } : {}),
-        },
-      });
-    }
-    // Row keys start with the time, so they order events by time and then by write order.
-    rows.sort((a, b) => (a.event.time < b.event.time ? -1 : a.event.time > b.event.time ? 1 : a.rowKey < b.rowKey ? -1 : 1));
+    const since = query.since ? odata`time ge ${query.since}` : undefined;
+    const and = (...clauses: Array<string | undefined>) => clauses.filter(Boolean).join(' and ') || undefined;
+    let filters: Array<string | undefined>;
+    if (query.kind && query.name) {
+      const rows = objectRows(query.name);
+      // The object's rows in its bucket, and any it had in its own partition before buckets (read side by side).
+      filters = [
+        and(odata`PartitionKey eq ${eventPartition(query.kind, query.name)} and RowKey ge ${rows.ge} and RowKey lt ${rows.lt}`, since),
+        and(odata`PartitionKey eq ${legacyEventPartition(query.kind, query.name)}`, since),
+      ];
+    } else if (query.kind) {
+      const range = kindPartitions(query.kind);
+      filters = [and(odata`PartitionKey ge ${range.ge} and PartitionKey lt ${range.lt}`, since)];
+    } else filters = [and(query.name ? odata`name eq ${query.name}` : undefined, since)];
+    const rows: Array<{ order: string; event: EventRecord }> = [];
+    await Promise.all(
+      filters.map(async (filter) => {
+        for await (const entity of this.client.listEntities<Record<string, unknown>>({ queryOptions: filter ? { filter } : {} })) {
+          const rowKey = String(entity.rowKey);
+          // The part after the name (legacy rows have none): time, process, sequence, so write order breaks ties.
+          rows.push({
+            order: rowKey.slice(rowKey.indexOf('|') + 1),
+            event: {
+              time: String(entity.time),
+              kind: String(entity.kind),
+              name: String(entity.name),
+              type: entity.type === 'Warning' ? 'Warning' : 'Normal',
+              reason: String(entity.reason),
+              message: String(entity.message),
+              ...(entity.details ? { details: JSON.parse(String(entity.details)) as Record<string, unknown> } : {}),
+            },
+          });
+        }
+      }),
+    );
+    rows.sort((a, b) => (a.event.time < b.event.time ? -1 : a.event.time > b.event.time ? 1 : a.order < b.order ? -1 : 1));
     return rows.slice(Math.max(0, rows.length - query.limit)).map((row) => row.event);
   }
 }
-
-/** Namespaced names ("ns/name") hold a "/", which a partition key may not: it becomes ":". */
-const eventPartition = (kind: string, name: string) => `${kind}_${name.replaceAll('/', ':')}`;
 
 /**
  * Leases as rows: whoever writes the row with the current ETag holds it until `expiresAt`. Taking a lease

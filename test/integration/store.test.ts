@@ -1,5 +1,5 @@
 import { TableClient, type TableServiceClientOptions } from '@azure/data-tables';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
 import { reportClusterStatus } from '../../shared/controllers/clusters';
@@ -140,6 +140,44 @@ describe('event log on Azurite', () => {
     expect((await log.list({ kind: 'Cluster', name: 'm1', limit: 100 })).map((e) => e.reason)).toEqual(['one', 'three']);
     expect((await log.list({ since: '2026-01-01T00:00:02.500Z', limit: 100 })).map((e) => e.reason)).toEqual(['three', 'four']);
     expect((await log.list({ limit: 2 })).map((e) => e.reason)).toEqual(['three', 'four']);
+  });
+
+  it("writes many objects' events in a few transactions, keeps each object's apart and still reads the one-partition-per-object layout", async () => {
+    const client = env.storage.table('events');
+    const log = new TableEventLog(client);
+    const time = '2026-02-01T00:00:00.000Z';
+    // An event as versions before buckets stored it: the object's own partition, the time as the row key.
+    const before = '2026-01-31T23:59:59.999Z';
+    await client.upsertEntity({
+      partitionKey: 'ResourceBinding_apps:web',
+      rowKey: `${before}-old`,
+      time: before,
+      kind: 'ResourceBinding',
+      name: 'apps/web',
+      type: 'Normal',
+      reason: 'Old',
+      message: 'old',
+      details: '',
+    });
+    const transactions = vi.spyOn(client, 'submitTransaction');
+    const singles = vi.spyOn(client, 'upsertEntity');
+    const events = Array.from({ length: 300 }, (_, i) => ({
+      kind: 'ResourceBinding',
+      name: `apps/web${i === 0 ? '' : `-${i}`}`,
+      time,
+      reason: `R${i}`,
+      type: 'Normal' as const,
+      message: 'm',
+    }));
+    await log.append(events);
+    // 300 objects in 16 buckets: at most 16 partitions, 4 transactions at most in each (here ~19 events per bucket: one each).
+    expect(transactions.mock.calls.length + singles.mock.calls.length).toBeLessThanOrEqual(32);
+    transactions.mockRestore();
+    singles.mockRestore();
+    expect((await log.list({ kind: 'ResourceBinding', name: 'apps/web', limit: 100 })).map((e) => e.reason)).toEqual(['Old', 'R0']);
+    expect((await log.list({ kind: 'ResourceBinding', name: 'apps/web-1', limit: 100 })).map((e) => e.reason)).toEqual(['R1']);
+    expect((await log.list({ kind: 'ResourceBinding', since: before, limit: 1000 })).map((e) => e.reason)).toEqual(['Old', ...events.map((e) => e.reason)]);
+    expect((await log.list({ name: 'apps/web-299', limit: 100 })).map((e) => e.reason)).toEqual(['R299']);
   });
 });
 

@@ -1,10 +1,11 @@
+import { eventPartition, kindPartitions } from '../eventKeys';
 import type { EventLog, EventQuery, EventRecord } from '../ports';
 
 /**
  * Events in memory with the Table adapter's semantics: stored as it stores them (message cut at 4,000
- * characters, details as JSON cut at 30,000), matched by the same keys (`<kind>_<name>` with "/" as ":",
- * kind as a prefix of that key, name alone exactly), listed oldest first (by time, then write order) and
- * cut to the newest `limit`.
+ * characters, details as JSON cut at 30,000), matched as it matches them (an object by its kind and name,
+ * a kind by the range of its partitions, a name alone exactly), listed oldest first (by time, then write
+ * order) and cut to the newest `limit`.
  */
 export class MemoryEventLog implements EventLog {
   private readonly rows: Array<{
@@ -26,7 +27,7 @@ export class MemoryEventLog implements EventLog {
     for (const event of events) {
       // As the Table adapter's upsert: an event with an id (and the same time) replaces its earlier copy.
       const key = event.id ? `${event.time}-id-${event.id}` : undefined;
-      const earlier = key ? this.rows.findIndex((row) => row.id === key && row.partition === eventPartition(event.kind, event.name)) : -1;
+      const earlier = key ? this.rows.findIndex((row) => row.id === key && row.kind === event.kind && row.name === event.name) : -1;
       if (earlier >= 0) this.rows.splice(earlier, 1);
       this.rows.push({
         partition: eventPartition(event.kind, event.name),
@@ -45,10 +46,10 @@ export class MemoryEventLog implements EventLog {
 
   async list(query: EventQuery): Promise<EventRecord[]> {
     await Promise.resolve();
-    const kindRange = query.kind ? { ge: `${query.kind}_`, lt: `${query.kind}\`` } : undefined;
+    const kindRange = query.kind ? kindPartitions(query.kind) : undefined;
     const rows = this.rows.filter(
       (row) =>
-        (query.kind && query.name ? row.partition === eventPartition(query.kind, query.name) : true) &&
+        (query.kind && query.name ? row.kind === query.kind && row.name === query.name : true) &&
         (query.kind && !query.name ? row.partition >= kindRange!.ge && row.partition < kindRange!.lt : true) &&
         (!query.kind && query.name ? row.name === query.name : true) &&
         (query.since ? row.time >= query.since : true),
@@ -70,5 +71,3 @@ export class MemoryEventLog implements EventLog {
     return this.list({ limit: Number.MAX_SAFE_INTEGER });
   }
 }
-
-const eventPartition = (kind: string, name: string) => `${kind}_${name.replaceAll('/', ':')}`;
