@@ -1,10 +1,10 @@
 import { mapConcurrent } from '../concurrency';
-import { bindingKey } from '../failover/bindingModel';
+import { bindingKey, PlacementFacts } from '../failover/bindingModel';
 import { BatchDocumentStore, canWriteMany, EventRecord, Versioned } from '../store/ports';
 import { appliedBinding, appliedEvent, applyBinding, BindingInput, governedBinding, needsScheduling, refOf } from './bindings';
 import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
-import { clustersLeft, placementsToWrite } from './state/bindingWrites';
+import { clustersLeft, placementsOf, placementsToWrite } from './state/bindingWrites';
 import type { ApplyAction } from './state/derivation';
 import { fleetCounts, loadPropagationPolicies } from './state/reads';
 
@@ -14,8 +14,10 @@ const BATCH_SIZE = 500;
 const READ_CONCURRENCY = 32;
 /** Queue messages and placement removals in flight at once. */
 const SEND_CONCURRENCY = 16;
-/** Events per `events.append` (each binding's events are a partition of their own: one request each). */
-const EVENTS_PER_APPEND = 100;
+/** Events per `events.append` (a binding's event goes to one of a few buckets: a transaction per bucket). */
+const EVENTS_PER_APPEND = 500;
+/** Once more than this share of a created batch was found stored, the request's later batches read first. */
+const STORED_SHARE_TO_READ = 0.1;
 
 interface PlannedWrite {
   index: number;
@@ -41,7 +43,15 @@ export async function applyBindings(plane: ControlPlane, inputs: BindingInput[])
     return actions;
   }
   const actions: ApplyAction[] = [];
-  for (const batch of batchesOf(inputs)) actions.push(...(await applyBatch(plane, store, batch)));
+  // A request starts out creating (no reads); once a batch finds many of its bindings stored, the rest read first.
+  let creating = true;
+  for (const batch of batchesOf(inputs)) {
+    if (creating) {
+      const { actions: applied, stored } = await createBatch(plane, store, batch);
+      actions.push(...applied);
+      if (stored > batch.length * STORED_SHARE_TO_READ) creating = false;
+    } else actions.push(...(await applyBatch(plane, store, batch)));
+  }
   return actions;
 }
 
@@ -64,6 +74,7 @@ function batchesOf(inputs: BindingInput[]): BindingInput[][] {
   return batches;
 }
 
+/** A batch applied from a point read of each binding. */
 async function applyBatch(plane: ControlPlane, store: BatchDocumentStore<BindingRecord>, inputs: BindingInput[]): Promise<ApplyAction[]> {
   const policies = await loadPropagationPolicies(plane);
   const keys = inputs.map((input) => bindingKey(refOf(input)));
@@ -86,8 +97,70 @@ async function applyBatch(plane: ControlPlane, store: BatchDocumentStore<Binding
   // Created ones must still be absent, replaced ones unchanged since the read (ETags).
   const etags = await store.writeMany(writes.map((w) => ({ id: w.key, value: w.next, etag: w.current?.etag })));
   const written = writes.filter((_, k) => etags[k] !== undefined);
-  for (const w of written) actions[w.index] = w.action;
+  await afterWrites(plane, written, actions);
 
+  // Lost a race (created or changed by someone else since the read): applied alone, as writeBinding retries.
+  for (const w of writes.filter((_, k) => etags[k] === undefined)) actions[w.index] = await applyBinding(plane, inputs[w.index]);
+  return actions;
+}
+
+/**
+ * A batch applied as if none of its bindings were stored, without reading them: each one's placement rows
+ * are created (never overwriting a stored row), then the bindings are created, in table transactions. A new
+ * binding so costs no read, and the same writes as `applyBatch`. A binding found stored (its create, or one
+ * of its rows' partition batch, refused) is applied by `applyBatch`, from a read. A row created here for
+ * such a binding is on a cluster its applied version places (the applied clusters win over the stored
+ * ones), and `applyBatch` rewrites it at the binding's revision when the stored version was not there. A
+ * failure between the rows and the bindings leaves rows without a binding, as `applyBatch`'s order does.
+ */
+async function createBatch(
+  plane: ControlPlane,
+  store: BatchDocumentStore<BindingRecord>,
+  inputs: BindingInput[],
+): Promise<{ actions: ApplyAction[]; stored: number }> {
+  const policies = await loadPropagationPolicies(plane);
+  const now = plane.clock.now();
+  const actions = new Array<ApplyAction>(inputs.length);
+  const attempts: Array<PlannedWrite & { rows: PlacementFacts[] }> = [];
+  const retry = new Set<number>();
+  inputs.forEach((input, index) => {
+    const decision = appliedBinding(input, governedBinding(input, policies), undefined, now);
+    // What is not a plain creation when absent is decided from a read.
+    if (decision.kind !== 'write') retry.add(index);
+    else {
+      const next = { ...decision.value, rev: 1 };
+      attempts.push({ index, key: bindingKey(refOf(input)), next, action: decision.result, rows: placementsOf(next) });
+    }
+  });
+  const rows = attempts.flatMap((a) => a.rows);
+  const created = rows.length > 0 ? await plane.ledger.createPlacements(rows) : [];
+  let offset = 0;
+  const creatable = attempts.filter((a) => {
+    const allCreated = a.rows.every((_, k) => created[offset + k]);
+    offset += a.rows.length;
+    if (!allCreated) retry.add(a.index);
+    return allCreated;
+  });
+  const etags = creatable.length > 0 ? await store.writeMany(creatable.map((a) => ({ id: a.key, value: a.next }))) : [];
+  const written = creatable.filter((_, k) => etags[k] !== undefined);
+  creatable.forEach((a, k) => etags[k] === undefined && retry.add(a.index));
+  await afterWrites(plane, written, actions);
+  if (retry.size === 0) return { actions, stored: 0 };
+
+  const again = [...retry].sort((a, b) => a - b);
+  const applied = await applyBatch(
+    plane,
+    store,
+    again.map((i) => inputs[i]),
+  );
+  again.forEach((i, k) => (actions[i] = applied[k]));
+  return { actions, stored: retry.size };
+}
+
+/** What follows a batch's binding writes, as `writeBinding` and `applyBinding` do it: left clusters' rows, events, messages. */
+async function afterWrites(plane: ControlPlane, written: PlannedWrite[], actions: ApplyAction[]): Promise<void> {
+  if (written.length === 0) return;
+  for (const w of written) actions[w.index] = w.action;
   // The rows of clusters a binding left go after its write, unless a newer revision has rewritten them.
   const left = written.flatMap((w) => clustersLeft(w.current?.value, w.next).map((cluster) => ({ cluster, key: w.key, rev: w.next.rev })));
   await mapConcurrent(left, SEND_CONCURRENCY, ({ cluster, key, rev }) => plane.ledger.removePlacement(cluster, key, rev));
@@ -104,10 +177,6 @@ async function applyBatch(plane: ControlPlane, store: BatchDocumentStore<Binding
     SEND_CONCURRENCY,
     (w) => plane.scheduler.send({ binding: w.key }),
   );
-
-  // Lost a race (created or changed by someone else since the read): applied alone, as writeBinding retries.
-  for (const w of writes.filter((_, k) => etags[k] === undefined)) actions[w.index] = await applyBinding(plane, inputs[w.index]);
-  return actions;
 }
 
 async function appendEvents(plane: ControlPlane, events: EventRecord[]): Promise<void> {

@@ -56,6 +56,10 @@ export class TableLedger implements EvictionLedger {
     await this.ready();
     return this.placements.upsertPlacements(rows);
   }
+  async createPlacements(rows: PlacementFacts[]): Promise<boolean[]> {
+    await this.ready();
+    return this.placements.createPlacements(rows);
+  }
   async removePlacement(cluster: string, bindingKey: string, upToRev: number): Promise<void> {
     await this.ready();
     return this.placements.removePlacement(cluster, bindingKey, upToRev);

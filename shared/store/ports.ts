@@ -163,6 +163,12 @@ export interface EvictionLedger {
   // placement index
   /** Upserts placement rows (a bulk import costs one request per 100 of a partition). */
   upsertPlacements(rows: PlacementFacts[]): Promise<void>;
+  /**
+   * Creates placement rows, batched per partition, where none is stored yet: true for each row created. A
+   * partition's batch that meets a row already there creates none of its rows (false for each); nothing
+   * stored is overwritten.
+   */
+  createPlacements(rows: PlacementFacts[]): Promise<boolean[]>;
   /** Removes a placement row unless a newer binding revision wrote it since. */
   removePlacement(cluster: string, bindingKey: string, upToRev: number): Promise<void>;
   /** A cluster's placement rows and ledger rows in one query. */

@@ -59,22 +59,50 @@ describe('applying many bindings at once', () => {
     expect((await batched.ledger.listPlacements('m1')).map((p) => p.name)).not.toContain('moved');
   });
 
-  it('reads each binding once and writes them in one batched call, listing none', async () => {
+  it('creates new bindings without reading any: placement rows, then the bindings, in one batched call each, listing none', async () => {
     const m = memoryPlane();
     await applyObjects(m.plane, decodeApplyDocuments(CLUSTERS.map((name) => cluster(name))));
     const get = vi.spyOn(m.bindings, 'get');
     const list = vi.spyOn(m.bindings, 'list');
     const writeMany = vi.spyOn(m.bindings, 'writeMany');
     const create = vi.spyOn(m.bindings, 'create');
+    const createPlacements = vi.spyOn(m.ledger, 'createPlacements');
+    const upsertPlacements = vi.spyOn(m.ledger, 'upsertPlacements');
     const append = vi.spyOn(m.events, 'append');
     const docs = Array.from({ length: 120 }, (_, i) => binding(`app-${i}`, [CLUSTERS[i % 3]]));
     const results = await applyObjects(m.plane, decodeApplyDocuments(docs));
     expect(results.every((r) => r.action === 'created')).toBe(true);
-    expect(get).toHaveBeenCalledTimes(120);
+    expect(get).not.toHaveBeenCalled();
     expect(list).not.toHaveBeenCalled();
     expect(writeMany).toHaveBeenCalledTimes(1);
     expect(create).not.toHaveBeenCalled();
-    expect(append.mock.calls.map(([events]) => events.length)).toEqual([100, 20]);
+    expect(createPlacements).toHaveBeenCalledTimes(1);
+    expect(upsertPlacements).not.toHaveBeenCalled();
+    expect(append.mock.calls.map(([events]) => events.length)).toEqual([120]);
+    expect((await m.ledger.listPlacements('m1')).map((p) => p.name)).toHaveLength(40);
+  });
+
+  it('applies stored bindings from a read, and reads first for the rest of a request once a batch found many stored', async () => {
+    const batched = memoryPlane();
+    const single = memoryPlane();
+    const before = Array.from({ length: 700 }, (_, i) => binding(`app-${i}`, [CLUSTERS[i % 3]]));
+    // Every stored binding moves to the next cluster; a few new ones come in between.
+    const after = Array.from({ length: 720 }, (_, i) => binding(`app-${i}`, [CLUSTERS[(i + 1) % 3]]));
+    for (const m of [batched, single]) {
+      await applyObjects(m.plane, decodeApplyDocuments(CLUSTERS.map((name) => cluster(name))));
+      await applyObjects(m.plane, decodeApplyDocuments(before));
+    }
+    const createPlacements = vi.spyOn(batched.ledger, 'createPlacements');
+    const get = vi.spyOn(batched.bindings, 'get');
+    const batchedResults = await applyObjects(batched.plane, decodeApplyDocuments(after));
+    const singleResults = [];
+    for (const doc of after) singleResults.push(await applyBinding(single.plane, decodeApplyDocuments([doc])[0].object as BindingInput));
+    expect(batchedResults.map((r) => r.action)).toEqual(singleResults);
+    expect(singleResults.filter((r) => r === 'configured')).toHaveLength(700);
+    expect(await state(batched)).toEqual(await state(single));
+    // The first batch of 500 tried creating and found them stored; the second read first.
+    expect(createPlacements).toHaveBeenCalledTimes(1);
+    expect(get).toHaveBeenCalledTimes(720);
   });
 
   it('applies a binding created or changed by someone else since it was read alone, over theirs, and the rest in the batch', async () => {

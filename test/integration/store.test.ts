@@ -279,6 +279,20 @@ describe('TableLedger storage layout', () => {
     }
   };
 
+  it('creates absent placement rows, per partition batch, and never overwrites a stored one', async () => {
+    await env.storage.tableService().createTable('ledgercreate');
+    const ledger = new TableLedger(env.storage.table('ledgercreate'));
+    const [x, y, z] = sameShard(3);
+    const other = ['a', 'b', 'c', 'd'].find((n) => shardOf(keyOf(n)) !== shardOf(keyOf(x)))!;
+    await ledger.upsertPlacements([{ ...placement(x), replicas: 7, rev: 9 }]);
+    // x is stored: its partition's batch (x, y, z) creates nothing; the other partition's row is created.
+    expect(await ledger.createPlacements([placement(x), placement(y), placement(z), placement(other)])).toEqual([false, false, false, true]);
+    const rows = new Map((await ledger.listPlacements('m1')).map((row) => [row.name, row]));
+    expect([...rows.keys()].sort()).toEqual([other, x].sort());
+    expect(rows.get(x)).toMatchObject({ replicas: 7, rev: 9 });
+    expect(await ledger.createPlacements([placement(y), placement(z)])).toEqual([true, true]);
+  });
+
   it('keeps its shard hash, keys and properties (stored rows outlive the code)', async () => {
     expect(['rb:ns:a', 'rb:default:web', 'crb:global'].map(shardOf)).toEqual(['07', '02', '03']);
     await env.storage.tableService().createTable('ledgerlayout');

@@ -3,7 +3,10 @@ import type { PlacementFacts } from '../../failover/bindingModel';
 import type { VersionedEviction } from '../ports';
 import { evictionFromEntity, placementEntity, placementFromEntity } from './entities';
 import { CLUSTER_ROWS, clusterPartition, clusterRange, EVICTION, PLACEMENT, PLACEMENT_ROWS, rowRange } from './keys';
-import { queryAll, statusOf, submit } from './transactions';
+import { queryAll, statusOf, submit, submitUnlessConflict } from './transactions';
+
+/** Partitions written at once by `createPlacements`: a bulk apply across the fleet is mostly single rows of many partitions. */
+const CREATE_CONCURRENCY = 32;
 
 /** The placement index: one `b:<binding>` row per (cluster, binding) placed, in the binding's cluster shard. */
 export class TablePlacementIndex {
@@ -15,6 +18,16 @@ export class TablePlacementIndex {
       this.client,
       rows.map((row) => ['upsert', placementEntity(row), 'Replace']),
     );
+  }
+
+  /** Creates absent placement rows, per cluster partition; a partition's batch that meets a stored row creates none (false). */
+  async createPlacements(rows: PlacementFacts[]): Promise<boolean[]> {
+    const results = await submitUnlessConflict(
+      this.client,
+      rows.map((row) => ['create', placementEntity(row)]),
+      CREATE_CONCURRENCY,
+    );
+    return results.map((etag) => etag !== false);
   }
 
   /** Removes a placement row unless a newer binding revision wrote it since (ETag-checked). */

@@ -52,6 +52,30 @@ export async function submit(client: TableClient, actions: TransactionAction[], 
 }
 
 /**
+ * As `submit`, for writes that may meet rows already there: a transaction refused with 409 (a created row
+ * exists) or 412 (a replaced one changed) leaves its actions' results `false` instead of failing the call;
+ * the others' are their ETags. Any other failure rejects, after every transaction has settled.
+ */
+export async function submitUnlessConflict(client: TableClient, actions: TransactionAction[], concurrency = 8): Promise<Array<string | false>> {
+  const chunks = transactionChunks((i) => partitionOfAction(actions[i]), actions.length);
+  const results = new Array<string | false>(actions.length).fill(false);
+  let failure: Error | undefined;
+  await mapConcurrent(chunks, concurrency, async (chunk) => {
+    try {
+      if (chunk.length === 1) results[chunk[0]] = (await submitOne(client, actions[chunk[0]])) ?? '';
+      else {
+        const response = await client.submitTransaction(chunk.map((i) => actions[i]));
+        response.subResponses.forEach((sub, k) => (results[chunk[k]] = sub.etag ?? ''));
+      }
+    } catch (error) {
+      if (!isConflict(error)) failure ??= error instanceof Error ? error : new Error(String(error));
+    }
+  });
+  if (failure) throw failure;
+  return results;
+}
+
+/**
  * One action sent alone: the same effect and the same errors as a transaction of one (and billed the same on
  * Azure), without the multipart body, which Azurite serves about a third slower. A bulk write spread over many
  * partitions (a binding import across the fleet, a rescheduled binding's new placement row) is mostly these.

@@ -17,7 +17,7 @@ import {
 } from '../ledger/keys';
 import { scanStates } from '../ledger/ledgerRows';
 import { initialPacerState, pacerEntity, pacerFromEntity } from '../ledger/pacerRow';
-import { statusOf } from '../ledger/transactions';
+import { statusOf, transactionChunks } from '../ledger/transactions';
 import type { DueGroup, EvictionLedger, PacerState, VersionedEviction } from '../ports';
 import { BeforeWrite, FaultOptions, Faults } from './faults';
 import { MemoryAction, MemoryTable, StoredEntity } from './table';
@@ -26,6 +26,7 @@ export type LedgerMethod = keyof EvictionLedger;
 
 const WRITES: ReadonlySet<LedgerMethod> = new Set<LedgerMethod>([
   'upsertPlacements',
+  'createPlacements',
   'removePlacement',
   'recordEvictions',
   'updateEvictions',
@@ -87,6 +88,22 @@ export class MemoryLedger implements EvictionLedger {
   upsertPlacements(rows: PlacementFacts[]): Promise<void> {
     return this.call('upsertPlacements', [rows], () => {
       this.table.submit(rows.map((row) => ({ type: 'upsert', entity: placementEntity(row) })));
+    });
+  }
+
+  createPlacements(rows: PlacementFacts[]): Promise<boolean[]> {
+    return this.call('createPlacements', [rows], () => {
+      const created = new Array<boolean>(rows.length).fill(false);
+      // As the Table adapter: one transaction per partition chunk, and one refused for a stored row creates none of its rows.
+      for (const chunk of transactionChunks((i) => placementEntity(rows[i]).partitionKey, rows.length)) {
+        try {
+          this.table.transaction(chunk.map((i) => ({ type: 'create', entity: placementEntity(rows[i]) })));
+          for (const i of chunk) created[i] = true;
+        } catch (error) {
+          if (statusOf(error) !== 409) throw error;
+        }
+      }
+      return created;
     });
   }
 
