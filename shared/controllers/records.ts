@@ -42,6 +42,11 @@ export interface ClusterRecord extends StoredMetadata {
    * without a break (set and cleared by every cluster write: state/clusterWrites.ts). Absent while not.
    */
   healthySince?: string;
+  /**
+   * W3C traceparent of the write that last changed the faulty taints (absent while there are none): the
+   * taint manager's rows continue the failure's trace even when its resync, not the message, plans them.
+   */
+  faultTraceparent?: string;
 }
 
 /** A ClusterTaintPolicy as stored: its spec is of the seed shape or of Karmada's (never both). */

@@ -44,8 +44,9 @@ export async function manageCluster(plane: ControlPlane, name: string): Promise<
 
 async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutcome> {
   const now = plane.clock.now();
-  const { traceparent } = currentTraceCarrier();
   const cluster = await plane.clusters.get(name);
+  // The failure's trace, as the taint's write recorded it: the same whether its message or the resync plans.
+  const traceparent = cluster?.value.faultTraceparent ?? currentTraceCarrier().traceparent;
   const faultyTaints = cluster?.value.taints.filter(isFaultyTaint) ?? [];
   // The fleet summary agrees with what is planned on (idempotent: repairs a note lost to a crash between
   // the cluster's write and the summary's, within the 30 s resync rather than the minute recount).

@@ -4,11 +4,15 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../shared/api/errors';
 import { ConfigError } from '../../shared/config';
+import { resyncTaintManager } from '../../shared/controllers/taintManager';
 import { httpFunction, json } from '../../shared/http/respond';
 import { jsonLogger } from '../../shared/telemetry/log';
 import { startTelemetry } from '../../shared/telemetry/setup';
 import { annotate, currentTraceCarrier, inSpan, traceIds } from '../../shared/telemetry/tracing';
 import { tracedQueueHandler } from '../../shared/telemetry/triggers';
+import { binding, cluster } from '../helpers/fleet';
+import { applyTo } from '../helpers/memoryLoop';
+import { memoryPlane } from '../helpers/memoryPlane';
 
 // An in-memory exporter stands in for Application Insights / OTLP.
 const exporter = new InMemorySpanExporter();
@@ -96,5 +100,30 @@ describe('exporter choice', () => {
   ])('refuses invalid settings naming the setting: %j', (env, message) => {
     expect(() => startTelemetry(env)).toThrow(ConfigError);
     expect(() => startTelemetry(env)).toThrow(message);
+  });
+});
+
+describe('one trace per failure, whoever plans it', () => {
+  it("the taint manager's resync plans a failure's rows in the trace of the write that tainted the cluster", async () => {
+    const m = memoryPlane();
+    await applyTo(m, [cluster('t1'), cluster('t2'), binding('web', ['t1'])]);
+    let failureTrace = '';
+    await inSpan('failure', {}, async () => {
+      failureTrace = traceIds().traceId!;
+      await applyTo(m, [cluster('t1', true)]);
+    });
+    expect((await m.plane.clusters.get('t1'))?.value.faultTraceparent).toContain(failureTrace);
+    // The taint manager's message was lost: the timer's resync plans, in a trace of its own.
+    let resyncTrace = '';
+    await inSpan('resync timer', {}, async () => {
+      resyncTrace = traceIds().traceId!;
+      expect((await resyncTaintManager(m.plane)).planned).toBe(1);
+    });
+    expect(resyncTrace).not.toBe(failureTrace);
+    const [row] = await m.ledger.scanEvictions({ cluster: 't1' });
+    expect(row.record.traceparent?.split('-')[1]).toBe(failureTrace);
+    // The recovery clears it: the next failure is a trace of its own.
+    await applyTo(m, [cluster('t1')]);
+    expect((await m.plane.clusters.get('t1'))?.value.faultTraceparent).toBeUndefined();
   });
 });

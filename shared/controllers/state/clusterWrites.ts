@@ -3,7 +3,7 @@ import { nextHealthySince } from '../../failover/failback';
 import type { TaintChange } from '../../failover/taintPolicy';
 import { keep, mutate, Mutation, write } from '../../store/optimistic';
 import type { EventRecord, Versioned } from '../../store/ports';
-import { annotate, ATTR } from '../../telemetry/tracing';
+import { annotate, ATTR, currentTraceCarrier } from '../../telemetry/tracing';
 import type { ControlPlane } from '../ports';
 import { clusterFacts, ClusterRecord, PolicyRecord, taintPolicy } from '../records';
 import { taintChangeEvent, taintPolicyActionEvent } from './events';
@@ -82,13 +82,18 @@ export async function updateCluster<R>(
         schedule = evaluation.nextDeadline;
       }
       faultyChanged = faultyIds(current?.value.taints ?? []) !== faultyIds(next.taints);
+      faultyNow = next.taints.some(isFaultyTaint);
+      if (faultyChanged) {
+        const { traceparent } = currentTraceCarrier();
+        if (faultyNow && traceparent) next.faultTraceparent = traceparent;
+        else delete next.faultTraceparent;
+      }
       // Failback's count (persisted: a restart moves no due time): Ready=True and no faulty taint since when.
       const healthySince = nextHealthySince(current?.value, next, now);
       if (healthySince) next.healthySince = healthySince;
       else delete next.healthySince;
       healthChanged = current?.value.healthySince !== next.healthySince;
       created = !current;
-      faultyNow = next.taints.some(isFaultyTaint);
       const events = [
         ...(proposed.events ?? []),
         ...evaluation.changes.map((c) => taintChangeEvent(next.name, c, now)),

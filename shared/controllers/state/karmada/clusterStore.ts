@@ -30,6 +30,8 @@ export interface ClusterOverlay {
   probe?: ClusterRecord['probe'];
   /** Failback's count: Ready and free of faulty taints since when (ClusterRecord.healthySince). */
   healthySince?: string;
+  /** The failure's trace (ClusterRecord.faultTraceparent). */
+  faultTraceparent?: string;
 }
 
 type Ownership = Pick<ClusterTaint, 'owners' | 'manual' | 'karmadaOwners' | 'leftBy'>;
@@ -214,6 +216,7 @@ function overlayOf(record: ClusterRecord): ClusterOverlay {
     ...(record.lastSignature ? { lastSignature: record.lastSignature } : {}),
     ...(record.probe ? { probe: record.probe } : {}),
     ...(record.healthySince ? { healthySince: record.healthySince } : {}),
+    ...(record.faultTraceparent ? { faultTraceparent: record.faultTraceparent } : {}),
   };
 }
 
@@ -261,5 +264,6 @@ export function toRecord(object: KubeObject, overlay: ClusterOverlay | undefined
     ...(overlay?.lastSignature ? { lastSignature: overlay.lastSignature } : {}),
     ...(overlay?.probe ? { probe: overlay.probe } : {}),
     ...(overlay?.healthySince ? { healthySince: overlay.healthySince } : {}),
+    ...(overlay?.faultTraceparent ? { faultTraceparent: overlay.faultTraceparent } : {}),
   };
 }
