@@ -15,12 +15,14 @@ export type { ApplyAction } from './state/derivation';
 
 /** How many resource templates of one request are applied at once. */
 const TEMPLATE_CONCURRENCY = 16;
+/** How many consecutive Clusters of one request are applied at once (each is its own document, ETag-checked). */
+const CLUSTER_CONCURRENCY = 8;
 
 /**
- * POST /api/apply: validated objects; the app's own kinds in the order given, then the resource templates,
- * several at a time (each is claimed by the policies as they stand after the request's own policies, so a
- * template and its policy in one request derive the binding once). Consecutive bindings go together
- * (`applyBindings`). Results in the order given.
+ * POST /api/apply: validated objects; the app's own kinds in the order given (consecutive Clusters several at
+ * a time), then the resource templates, several at a time (each is claimed by the policies as they stand
+ * after the request's own policies, so a template and its policy in one request derive the binding once).
+ * Consecutive bindings go together (`applyBindings`). Results in the order given.
  */
 export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]): Promise<Array<{ kind: string; name: string; action: ApplyAction }>> {
   // Karmada mode: every kind we accept is Karmada's, applied to its API server (nothing here is half-applied).
@@ -41,6 +43,16 @@ export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]
       );
       run.forEach((i, k) => (actions[i] = applied[k]));
       index += run.length - 1;
+    } else if (item.kind === 'Cluster') {
+      // Consecutive Clusters go side by side, as their health reports would: several failing at once start
+      // their taint evaluation and planning together (a request names an object once: decode refuses twice).
+      let end = index + 1;
+      while (objects[end]?.kind === 'Cluster') end++;
+      const run = Array.from({ length: end - index }, (_, k) => index + k);
+      await mapConcurrent(run, CLUSTER_CONCURRENCY, async (i) => {
+        actions[i] = await applyOne(plane, objects[i]);
+      });
+      index = end - 1;
     } else actions[index] = await applyOne(plane, item);
   }
   await mapConcurrent(templates, TEMPLATE_CONCURRENCY, async (index) => {

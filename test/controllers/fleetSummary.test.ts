@@ -156,3 +156,28 @@ describe('a lost summary note', () => {
     expect((await currentFleetHealth(m.plane, 0)).faulty).toBe(1);
   });
 });
+
+describe('applying a run of Clusters', () => {
+  it('applies consecutive Clusters side by side (the summary still counts each once, results in the order given)', async () => {
+    const m = memoryPlane();
+    // Each cluster read waits a moment, so clusters applied one after another never overlap.
+    const get = m.plane.clusters.get.bind(m.plane.clusters);
+    let reading = 0;
+    let mostAtOnce = 0;
+    vi.spyOn(m.plane.clusters, 'get').mockImplementation(async (id) => {
+      mostAtOnce = Math.max(mostAtOnce, ++reading);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      reading--;
+      return get(id);
+    });
+    await apply(m, [cluster('r0')]);
+    const results = await apply(
+      m,
+      Array.from({ length: 10 }, (_, i) => cluster(`r${i}`, i < 4)),
+    );
+    expect(mostAtOnce).toBeGreaterThan(1);
+    expect(results.map((r) => `${r.name}:${r.action}`)).toEqual(['r0:configured', ...Array.from({ length: 9 }, (_, i) => `r${i + 1}:created`)]);
+    expect(await summary(m)).toMatchObject({ total: 10, faulty: ['r0', 'r1', 'r2', 'r3'] });
+    expect((await m.plane.clusters.get('r0'))?.value.taints.map((t) => t.key)).toEqual(['test/failed']);
+  });
+});
