@@ -298,6 +298,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
       const planner = await plannerBusySeconds(ledgerTable, host.output().slice(planningLogFrom));
       const plannerSeconds = planner.seconds;
       const planningBusyMs = process.env.BENCH_VERBOSE ? { ...tableProxy.busyMs(), ...queueProxy.busyMs() } : undefined;
+      const planningBreakdown = process.env.BENCH_VERBOSE ? { ...tableProxy.breakdown(), ...queueProxy.breakdown() } : undefined;
 
       // The evictions, until the last is done (or `evictionSeconds` pass); requests counted over the same span.
       tableProxy.reset();
@@ -354,6 +355,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
           plannerPerSecond: Math.round(planned / plannerSeconds),
           plannerRatio: round(planned / plannerSeconds / ceiling, 2),
           busyMs: planningBusyMs,
+          breakdown: planningBreakdown,
         },
         evictions: {
           configured: rate,
