@@ -299,7 +299,7 @@ export async function deleteCluster(plane: ControlPlane, name: string): Promise<
   const deleted = await plane.clusters.delete(name);
   forgetReports(plane, name);
   if (deleted) {
-    forgetFleet(plane);
+    forgetFleet(plane, name);
     await noteFleetChange(plane, name, { deleted: true, faulty: false });
     await plane.events.append([clusterEvent(name, plane.clock.now(), 'Deleted', 'cluster deleted')]);
     await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });

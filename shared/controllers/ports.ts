@@ -124,6 +124,8 @@ export interface FleetSummary {
    * or taints changed): a process keeps its listing of the fleet until this moves (absent: 0).
    */
   viewVersion?: number;
+  /** The cluster each of the last view changes was about, by the version it moved to (the oldest first). */
+  viewChanges?: Array<{ version: number; name: string }>;
 }
 
 /** A FailoverBudget as stored (standalone) or read from its custom resource (Karmada mode). */

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { applyObjects } from '../../shared/controllers/apply';
 import { deleteCluster } from '../../shared/controllers/clusters';
-import { currentFleetHealth, fleetClusters, noteFleetChange, recountFleet } from '../../shared/controllers/state/reads';
+import { currentFleetHealth, FLEET_CHANGES_KEPT, fleetClusters, noteFleetChange, recountFleet } from '../../shared/controllers/state/reads';
 import { resyncAllClusters } from '../../shared/controllers/taintEvaluation';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { cluster } from '../helpers/fleet';
@@ -96,12 +96,13 @@ describe('the maintained fleet summary', () => {
 });
 
 describe('the fleet view (scheduler, pre-check, pacer)', () => {
-  it('is listed once while the fleet is unchanged, in each process, and again in every process after a change it holds', async () => {
+  it('is listed once while the fleet is unchanged, in each process, and catches up on a change by reading the changed cluster alone', async () => {
     const m = memoryPlane();
     await apply(m, [cluster('a'), cluster('b'), cluster('c')]);
     // Another process on the same storage: its own copy (the cache is per control plane).
     const other = { ...m.plane };
     const list = vi.spyOn(m.plane.clusters, 'list');
+    const get = vi.spyOn(m.plane.clusters, 'get');
     expect((await fleetClusters(other, 0)).map((c) => c.name)).toEqual(['a', 'b', 'c']);
     expect(list).toHaveBeenCalledTimes(1);
     // Fresh reads (maxAge 0) read the summary only: a placement or an eviction costs no listing.
@@ -109,19 +110,31 @@ describe('the fleet view (scheduler, pre-check, pacer)', () => {
     expect(list).toHaveBeenCalledTimes(1);
     // A report that changes nothing the view holds (same labels, no taint) does not move the version.
     await apply(m, [cluster('b')]);
+    get.mockClear();
     await fleetClusters(other, 0);
-    expect(list).toHaveBeenCalledTimes(1);
-    // New labels, a new taint, a new cluster, a deletion: the next read lists again and sees it.
+    expect(get).not.toHaveBeenCalled();
+    // New labels, a new taint, a new cluster, a deletion: the next read sees each, from that cluster's read.
     await apply(m, [cluster('a', false, { zone: 'z1' })]);
+    get.mockClear();
     expect((await fleetClusters(other, 0)).find((c) => c.name === 'a')?.labels).toEqual({ zone: 'z1' });
-    expect(list).toHaveBeenCalledTimes(2);
+    expect(get.mock.calls).toEqual([['a']]);
     await apply(m, [cluster('b', true)]);
     expect((await fleetClusters(other, 0)).find((c) => c.name === 'b')?.taints.length).toBeGreaterThan(0);
     await apply(m, [cluster('d')]);
     expect((await fleetClusters(other, 0)).map((c) => c.name)).toEqual(['a', 'b', 'c', 'd']);
     await deleteCluster(m.plane, 'c');
     expect((await fleetClusters(other, 0)).map((c) => c.name)).toEqual(['a', 'b', 'd']);
-    expect(list).toHaveBeenCalledTimes(5);
+    // Two changes between reads: both clusters read, still no listing.
+    await apply(m, [cluster('a', true), cluster('d', true)]);
+    get.mockClear();
+    expect((await fleetClusters(other, 0)).filter((c) => c.taints.length > 0).map((c) => c.name)).toEqual(['a', 'b', 'd']);
+    expect(get.mock.calls.map(([name]) => name).sort()).toEqual(['a', 'd']);
+    expect(list).toHaveBeenCalledTimes(1);
+    // More changes than the summary names: listed again.
+    for (let i = 0; i <= FLEET_CHANGES_KEPT; i++) await apply(m, [cluster('a', false, { round: String(i) })]);
+    expect((await fleetClusters(other, 0)).find((c) => c.name === 'a')?.labels).toEqual({ round: String(FLEET_CHANGES_KEPT) });
+    expect(list).toHaveBeenCalledTimes(2);
+    expect((await m.plane.fleetSummary.get('fleet'))?.value.viewChanges).toHaveLength(FLEET_CHANGES_KEPT);
   });
 
   it('is listed again when the recount finds a change that was never noted (a process stopped between the two writes)', async () => {

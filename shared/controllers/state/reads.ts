@@ -16,41 +16,99 @@ import { RecentCache } from './cache';
  */
 const SECOND = 1000;
 
-const fleetCache = new RecentCache<{ version: number; clusters: CandidateCluster[] }>(SECOND);
+/** A process's fleet view: the listing, the summary version it is current with, and when it was listed. */
+interface FleetView {
+  version: number;
+  listedAt: number;
+  clusters: CandidateCluster[];
+}
+const fleetCache = new RecentCache<FleetView>(SECOND);
 /**
  * A fleet view is listed again at least this often even when no change was noted: the safety net for a
  * process that stopped between a cluster's write and the summary's bump (the minute recount bumps it too).
  */
 const FLEET_VIEW_MAX_AGE_MS = 30_000;
+/** The summary names the clusters of its last this many view changes, so a view catches up by point reads. */
+export const FLEET_CHANGES_KEPT = 64;
+/** Clusters this process wrote since its view was read: read again at its next use. */
+const writtenHere = new WeakMap<object, Set<string>>();
 
 /**
  * Every cluster's labels, location and taints (the pacer's fleet health, the pre-scheduling check, the
  * scheduler). Standalone: the listing is kept until the fleet summary's `viewVersion` moves (read at most
  * `maxAgeMs` ago: one small point read), so placements and evictions cost no listing while the fleet is
- * unchanged. Karmada mode (Karmada changes its Clusters, not us): listed again after `maxAgeMs`.
+ * unchanged; when it moves, the clusters the summary names for the versions in between are read again one
+ * by one (a listing only when it cannot name them all, and every 30 s). Karmada mode (Karmada changes its
+ * Clusters, not us): listed again after `maxAgeMs`.
  */
 export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Promise<CandidateCluster[]> {
   if (plane.karmada) {
     const view = await fleetCache.get(
       plane,
-      async () => ({ version: 0, clusters: (await plane.clusters.list()).map(({ value }) => clusterCandidate(value)) }),
+      async () => ({ version: 0, listedAt: Date.now(), clusters: (await plane.clusters.list()).map(({ value }) => clusterCandidate(value)) }),
       { maxAgeMs },
     );
     return view.clusters;
   }
-  const version = (await fleetCounts(plane, maxAgeMs)).viewVersion ?? 0;
+  const summary = await fleetCounts(plane, maxAgeMs);
+  const version = summary.viewVersion ?? 0;
   const cached = fleetCache.peek(plane, '', FLEET_VIEW_MAX_AGE_MS);
-  if (cached && cached.version === version) return cached.clusters;
+  const written = [...(writtenHere.get(plane) ?? [])];
+  const changed = cached ? changedSince(summary, cached.version) : undefined;
+  if (cached && changed) {
+    const names = [...new Set([...changed, ...written])];
+    if (names.length === 0) return cached.clusters;
+    // Read after the version: a change in between is in what is read or moves the version again.
+    const reads = await Promise.all(names.map((name) => plane.clusters.get(name)));
+    for (const name of written) writtenHere.get(plane)?.delete(name);
+    const byName = new Map(cached.clusters.map((c) => [c.name, c]));
+    names.forEach((name, i) => {
+      const read = reads[i];
+      if (read) byName.set(name, clusterCandidate(read.value));
+      else byName.delete(name);
+    });
+    const clusters = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    // Still aged from its listing: the 30 s safety net stays.
+    fleetCache.set(plane, { version, listedAt: cached.listedAt, clusters }, '', cached.listedAt);
+    return clusters;
+  }
   // Listed after the version was read: a change in between is in the listing or moves the version again.
   const sentAt = Date.now();
+  for (const name of written) writtenHere.get(plane)?.delete(name);
   const clusters = (await plane.clusters.list()).map(({ value }) => clusterCandidate(value));
-  fleetCache.set(plane, { version, clusters }, '', sentAt);
+  fleetCache.set(plane, { version, listedAt: sentAt, clusters }, '', sentAt);
   return clusters;
 }
 
-/** After this process wrote a cluster, its next placement and pre-check read the fleet again. */
-export function forgetFleet(plane: ControlPlane): void {
-  fleetCache.forget(plane);
+/**
+ * The clusters whose view changed after `since`, as the summary names them; undefined when it cannot name
+ * every version in between (a recount's bump, a new summary, more changes than it keeps).
+ */
+function changedSince(summary: FleetSummary, since: number): string[] | undefined {
+  const version = summary.viewVersion ?? 0;
+  if (version === since) return [];
+  if (version < since || version - since > FLEET_CHANGES_KEPT) return undefined;
+  const named = new Map((summary.viewChanges ?? []).map((c) => [c.version, c.name]));
+  const names: string[] = [];
+  for (let v = since + 1; v <= version; v++) {
+    const name = named.get(v);
+    if (name === undefined) return undefined;
+    names.push(name);
+  }
+  return names;
+}
+
+/**
+ * After this process wrote a cluster, its next placement and pre-check read it again (`name`), or the
+ * whole fleet (none given, and in Karmada mode).
+ */
+export function forgetFleet(plane: ControlPlane, name?: string): void {
+  if (name === undefined || plane.karmada) {
+    fleetCache.forget(plane);
+    return;
+  }
+  const written = writtenHere.get(plane) ?? new Set<string>();
+  writtenHere.set(plane, written.add(name));
 }
 
 const summaryCache = new RecentCache<FleetSummary>(SECOND);
@@ -158,7 +216,11 @@ export async function noteFleetChange(
       const summary: FleetSummary = { ...current.value, members: names, total: names.length, faulty: [...faulty].sort() };
       const membersChanged = summary.total !== current.value.total || !sameNames(current.value.members, names);
       const faultyChanged = !sameNames(current.value.faulty, summary.faulty);
-      if (membersChanged || change.viewChanged) summary.viewVersion = (summary.viewVersion ?? 0) + 1;
+      if (membersChanged || change.viewChanged) {
+        summary.viewVersion = (summary.viewVersion ?? 0) + 1;
+        // Named with its version, so a process's view catches up by reading this cluster alone.
+        summary.viewChanges = [...(current.value.viewChanges ?? []), { version: summary.viewVersion, name }].slice(-FLEET_CHANGES_KEPT);
+      }
       return membersChanged || faultyChanged || change.viewChanged ? write(summary, summary) : keep(summary);
     },
     stored,
