@@ -137,6 +137,18 @@ describe('the fleet view (scheduler, pre-check, pacer)', () => {
     expect((await m.plane.fleetSummary.get('fleet'))?.value.viewChanges).toHaveLength(FLEET_CHANGES_KEPT);
   });
 
+  it('is brought up to date once for the callers that find it behind together', async () => {
+    const m = memoryPlane();
+    await apply(m, [cluster('a'), cluster('b'), cluster('c')]);
+    const other = { ...m.plane };
+    await fleetClusters(other, 0);
+    await apply(m, [cluster('b', true)]);
+    const get = vi.spyOn(m.plane.clusters, 'get');
+    const views = await Promise.all(Array.from({ length: 10 }, () => fleetClusters(other, 0)));
+    expect(views.every((v) => v.find((c) => c.name === 'b')!.taints.length === 1)).toBe(true);
+    expect(get.mock.calls).toEqual([['b']]);
+  });
+
   it('is listed again when the recount finds a change that was never noted (a process stopped between the two writes)', async () => {
     const m = memoryPlane();
     await apply(m, [cluster('a'), cluster('b')]);

@@ -54,13 +54,50 @@ export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Pro
   const version = summary.viewVersion ?? 0;
   const cached = fleetCache.peek(plane, '', FLEET_VIEW_MAX_AGE_MS);
   const written = [...(writtenHere.get(plane) ?? [])];
-  const changed = cached ? changedSince(summary, cached.version) : undefined;
+  if (cached && cached.version === version && written.length === 0) return cached.clusters;
+  // The callers that find the view behind (a burst of evictions and placements) share one refresh to the
+  // version they read, if it also reads what they wrote themselves.
+  const running = refreshes.get(plane);
+  if (running && running.version === version && written.every((name) => running.written.has(name))) return running.done;
+  const entry = { version, written: new Set(written), done: refreshView(plane, version, changedSince(summary, cached), cached, written) };
+  refreshes.set(plane, entry);
+  try {
+    return await entry.done;
+  } finally {
+    if (refreshes.get(plane) === entry) refreshes.delete(plane);
+  }
+}
+
+const refreshes = new WeakMap<object, { version: number; written: Set<string>; done: Promise<CandidateCluster[]> }>();
+
+async function refreshView(
+  plane: ControlPlane,
+  version: number,
+  changed: string[] | undefined,
+  cached: FleetView | undefined,
+  written: string[],
+): Promise<CandidateCluster[]> {
+  for (const name of written) writtenHere.get(plane)?.delete(name);
+  try {
+    return await readView(plane, version, changed, cached, written);
+  } catch (error) {
+    // Not refreshed: what this process wrote is still to be read.
+    for (const name of written) forgetFleet(plane, name);
+    throw error;
+  }
+}
+
+async function readView(
+  plane: ControlPlane,
+  version: number,
+  changed: string[] | undefined,
+  cached: FleetView | undefined,
+  written: string[],
+): Promise<CandidateCluster[]> {
   if (cached && changed) {
-    const names = [...new Set([...changed, ...written])];
-    if (names.length === 0) return cached.clusters;
     // Read after the version: a change in between is in what is read or moves the version again.
+    const names = [...new Set([...changed, ...written])];
     const reads = await Promise.all(names.map((name) => plane.clusters.get(name)));
-    for (const name of written) writtenHere.get(plane)?.delete(name);
     const byName = new Map(cached.clusters.map((c) => [c.name, c]));
     names.forEach((name, i) => {
       const read = reads[i];
@@ -74,7 +111,6 @@ export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Pro
   }
   // Listed after the version was read: a change in between is in the listing or moves the version again.
   const sentAt = Date.now();
-  for (const name of written) writtenHere.get(plane)?.delete(name);
   const clusters = (await plane.clusters.list()).map(({ value }) => clusterCandidate(value));
   fleetCache.set(plane, { version, listedAt: sentAt, clusters }, '', sentAt);
   return clusters;
@@ -84,7 +120,9 @@ export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Pro
  * The clusters whose view changed after `since`, as the summary names them; undefined when it cannot name
  * every version in between (a recount's bump, a new summary, more changes than it keeps).
  */
-function changedSince(summary: FleetSummary, since: number): string[] | undefined {
+function changedSince(summary: FleetSummary, view: FleetView | undefined): string[] | undefined {
+  if (!view) return undefined;
+  const since = view.version;
   const version = summary.viewVersion ?? 0;
   if (version === since) return [];
   if (version < since || version - since > FLEET_CHANGES_KEPT) return undefined;
