@@ -79,41 +79,31 @@ async function refreshView(
 ): Promise<CandidateCluster[]> {
   for (const name of written) writtenHere.get(plane)?.delete(name);
   try {
-    return await readView(plane, version, changed, cached, written);
+    if (cached && changed) {
+      // Read after the version: a change in between is in what is read or moves the version again.
+      const names = [...new Set([...changed, ...written])];
+      const reads = await Promise.all(names.map((name) => plane.clusters.get(name)));
+      const byName = new Map(cached.clusters.map((c) => [c.name, c]));
+      names.forEach((name, i) => {
+        const read = reads[i];
+        if (read) byName.set(name, clusterCandidate(read.value));
+        else byName.delete(name);
+      });
+      const clusters = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      // Still aged from its listing: the 30 s safety net stays.
+      fleetCache.set(plane, { version, listedAt: cached.listedAt, clusters }, '', cached.listedAt);
+      return clusters;
+    }
+    // Listed after the version was read: a change in between is in the listing or moves the version again.
+    const sentAt = Date.now();
+    const clusters = (await plane.clusters.list()).map(({ value }) => clusterCandidate(value));
+    fleetCache.set(plane, { version, listedAt: sentAt, clusters }, '', sentAt);
+    return clusters;
   } catch (error) {
     // Not refreshed: what this process wrote is still to be read.
     for (const name of written) forgetFleet(plane, name);
     throw error;
   }
-}
-
-async function readView(
-  plane: ControlPlane,
-  version: number,
-  changed: string[] | undefined,
-  cached: FleetView | undefined,
-  written: string[],
-): Promise<CandidateCluster[]> {
-  if (cached && changed) {
-    // Read after the version: a change in between is in what is read or moves the version again.
-    const names = [...new Set([...changed, ...written])];
-    const reads = await Promise.all(names.map((name) => plane.clusters.get(name)));
-    const byName = new Map(cached.clusters.map((c) => [c.name, c]));
-    names.forEach((name, i) => {
-      const read = reads[i];
-      if (read) byName.set(name, clusterCandidate(read.value));
-      else byName.delete(name);
-    });
-    const clusters = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    // Still aged from its listing: the 30 s safety net stays.
-    fleetCache.set(plane, { version, listedAt: cached.listedAt, clusters }, '', cached.listedAt);
-    return clusters;
-  }
-  // Listed after the version was read: a change in between is in the listing or moves the version again.
-  const sentAt = Date.now();
-  const clusters = (await plane.clusters.list()).map(({ value }) => clusterCandidate(value));
-  fleetCache.set(plane, { version, listedAt: sentAt, clusters }, '', sentAt);
-  return clusters;
 }
 
 /**
