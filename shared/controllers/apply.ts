@@ -49,9 +49,18 @@ export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]
       let end = index + 1;
       while (objects[end]?.kind === 'Cluster') end++;
       const run = Array.from({ length: end - index }, (_, k) => index + k);
+      // The first failure stops the run as it would stop one object after another: no Cluster is started
+      // after it, and those already started finish before the request answers.
+      let failure: { error: unknown } | undefined;
       await mapConcurrent(run, CLUSTER_CONCURRENCY, async (i) => {
-        actions[i] = await applyOne(plane, objects[i]);
+        if (failure) return;
+        try {
+          actions[i] = await applyOne(plane, objects[i]);
+        } catch (error) {
+          failure ??= { error };
+        }
       });
+      if (failure) throw failure.error;
       index = end - 1;
     } else actions[index] = await applyOne(plane, item);
   }

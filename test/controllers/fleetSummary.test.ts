@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { applyObjects } from '../../shared/controllers/apply';
 import { deleteCluster } from '../../shared/controllers/clusters';
-import { currentFleetHealth, FLEET_CHANGES_KEPT, fleetClusters, noteFleetChange, recountFleet } from '../../shared/controllers/state/reads';
+import { currentFleetHealth, FLEET_CHANGES_KEPT, fleetClusters, forgetFleet, noteFleetChange, recountFleet } from '../../shared/controllers/state/reads';
 import { resyncAllClusters } from '../../shared/controllers/taintEvaluation';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { cluster } from '../helpers/fleet';
@@ -68,6 +68,17 @@ describe('the maintained fleet summary', () => {
     expect((await currentFleetHealth(m.plane, 0)).total).toBe(3);
     await deleteCluster(m.plane, 'c');
     await noteFleetChange(m.plane, 'c', { deleted: true, faulty: false });
+    expect(await summary(m)).toMatchObject({ total: 2, members: ['a', 'b'] });
+  });
+
+  it('counts a cluster whose first-use recount listed the fleet before its write (a concurrent creation won the summary)', async () => {
+    const m = memoryPlane();
+    await apply(m, [cluster('a'), cluster('b')]);
+    // A fresh deployment: no summary yet; the first recount's listing is older than b's write.
+    await m.plane.fleetSummary.delete('fleet');
+    const listing = (await m.plane.clusters.list()).filter((entry) => entry.id !== 'b');
+    vi.spyOn(m.plane.clusters, 'list').mockResolvedValueOnce(listing);
+    await noteFleetChange(m.plane, 'b', { created: true, faulty: false });
     expect(await summary(m)).toMatchObject({ total: 2, members: ['a', 'b'] });
   });
 
@@ -149,6 +160,35 @@ describe('the fleet view (scheduler, pre-check, pacer)', () => {
     expect(get.mock.calls).toEqual([['b']]);
   });
 
+  it("keeps a process's own writes when its refreshes overlap (a slow read does not overwrite a later refresh)", async () => {
+    const m = memoryPlane();
+    await apply(m, [cluster('a'), cluster('b')]);
+    await fleetClusters(m.plane, 0);
+    // This process's writes as updateCluster makes them: the row, then forgetFleet(name); the summary's bump later.
+    const label = async (name: string, v: string) => {
+      const current = (await m.plane.clusters.get(name))!;
+      await m.plane.clusters.replace(name, { ...current.value, labels: { v } }, current.etag);
+      forgetFleet(m.plane, name);
+    };
+    const get = m.plane.clusters.get.bind(m.plane.clusters);
+    vi.spyOn(m.plane.clusters, 'get').mockImplementation(async (id) => {
+      const read = await get(id);
+      await new Promise((resolve) => setTimeout(resolve, id === 'a' ? 50 : 1));
+      return read;
+    });
+    await label('a', '1');
+    const first = fleetClusters(m.plane, 0);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await label('b', '1');
+    expect((await fleetClusters(m.plane, 0)).find((c) => c.name === 'b')?.labels).toEqual({ v: '1' });
+    await first;
+    const view = await fleetClusters(m.plane, 0);
+    expect(view.map((c) => [c.name, c.labels])).toEqual([
+      ['a', { v: '1' }],
+      ['b', { v: '1' }],
+    ]);
+  });
+
   it('is listed again when the recount finds a change that was never noted (a process stopped between the two writes)', async () => {
     const m = memoryPlane();
     await apply(m, [cluster('a'), cluster('b')]);
@@ -183,6 +223,33 @@ describe('a lost summary note', () => {
 });
 
 describe('applying a run of Clusters', () => {
+  it('stops at a failing Cluster: none is started after it, and the request answers once those started have finished', async () => {
+    const m = memoryPlane();
+    const get = m.plane.clusters.get.bind(m.plane.clusters);
+    let started = 0;
+    let finished = 0;
+    vi.spyOn(m.plane.clusters, 'get').mockImplementation(async (id) => {
+      started++;
+      await new Promise((resolve) => setTimeout(resolve, id === 'f1' ? 1 : 20));
+      if (id === 'f1') throw new Error('storage unavailable');
+      const read = await get(id);
+      finished++;
+      return read;
+    });
+    await expect(
+      apply(
+        m,
+        Array.from({ length: 20 }, (_, i) => cluster(`f${i}`)),
+      ),
+    ).rejects.toThrow('storage unavailable');
+    const stored = (await m.plane.clusters.list()).length;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Nothing more is written after the answer, and the run stopped with the first eight.
+    expect((await m.plane.clusters.list()).length).toBe(stored);
+    expect(started).toBeLessThanOrEqual(9);
+    expect(finished).toBeLessThanOrEqual(7);
+  });
+
   it('applies consecutive Clusters side by side (the summary still counts each once, results in the order given)', async () => {
     const m = memoryPlane();
     // Each cluster read waits a moment, so clusters applied one after another never overlap.

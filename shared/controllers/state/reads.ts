@@ -56,10 +56,20 @@ export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Pro
   const written = [...(writtenHere.get(plane) ?? [])];
   if (cached && cached.version === version && written.length === 0) return cached.clusters;
   // The callers that find the view behind (a burst of evictions and placements) share one refresh to the
-  // version they read, if it also reads what they wrote themselves.
+  // version they read, unless they wrote a cluster themselves (the running one may have read it before).
+  // Refreshes run one after another, each from the view the one before left, so none overwrites a later one.
   const running = refreshes.get(plane);
-  if (running && running.version === version && written.every((name) => running.written.has(name))) return running.done;
-  const entry = { version, written: new Set(written), done: refreshView(plane, version, changedSince(summary, cached), cached, written) };
+  if (running && running.version === version && written.length === 0) return running.done;
+  const before = running?.done.catch(() => undefined);
+  const done = (async () => {
+    await before;
+    const base = fleetCache.peek(plane, '', FLEET_VIEW_MAX_AGE_MS);
+    const mine = [...(writtenHere.get(plane) ?? [])];
+    // The refresh before brought the view past the version read here: only this process's writes are left.
+    if (base && base.version > version) return refreshView(plane, base.version, [], base, mine);
+    return refreshView(plane, version, changedSince(summary, base), base, mine);
+  })();
+  const entry = { version, done };
   refreshes.set(plane, entry);
   try {
     return await entry.done;
@@ -68,7 +78,7 @@ export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Pro
   }
 }
 
-const refreshes = new WeakMap<object, { version: number; written: Set<string>; done: Promise<CandidateCluster[]> }>();
+const refreshes = new WeakMap<object, { version: number; done: Promise<CandidateCluster[]> }>();
 
 async function refreshView(
   plane: ControlPlane,
@@ -224,10 +234,13 @@ export async function noteFleetChange(
   change: { created?: boolean; deleted?: boolean; faulty: boolean; viewChanged?: boolean },
 ): Promise<void> {
   if (plane.karmada) return;
-  const stored = await plane.fleetSummary.get(SUMMARY);
+  let stored = await plane.fleetSummary.get(SUMMARY);
   if (!stored?.value.members) {
+    // First use: counted from a listing. A listing made before this cluster's write (another writer's
+    // recount won the create) may miss it, so the note is applied to whatever summary now stands.
     await recountFleet(plane);
-    return;
+    stored = await plane.fleetSummary.get(SUMMARY);
+    if (!stored?.value.members) return;
   }
   const outcome = await mutate<FleetSummary, FleetSummary | undefined>(
     plane.fleetSummary,
