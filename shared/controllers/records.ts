@@ -47,6 +47,8 @@ export interface ClusterRecord extends StoredMetadata {
    * taint manager's rows continue the failure's trace even when its resync, not the message, plans them.
    */
   faultTraceparent?: string;
+  /** The failure episode (its earliest faulty taint's `timeAdded`) that trace belongs to. */
+  faultTraceSince?: string;
 }
 
 /** A ClusterTaintPolicy as stored: its spec is of the seed shape or of Karmada's (never both). */

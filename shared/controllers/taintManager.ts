@@ -1,6 +1,6 @@
 import { ACTIVE_STATES, bindingKey, EvictionRecord, EvictionState, parseBindingKey, pendingEviction } from '../failover/bindingModel';
 import { DRAIN_REASON } from '../failover/drain';
-import { decideEviction, isFaultyTaint } from '../failover/evictionDecision';
+import { decideEviction, episodeStart, isFaultyTaint } from '../failover/evictionDecision';
 import { FAILBACK_REASON } from '../failover/failback';
 import { shardOf } from '../store/ledgerTable';
 import type { VersionedEviction } from '../store/ports';
@@ -45,9 +45,11 @@ export async function manageCluster(plane: ControlPlane, name: string): Promise<
 async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutcome> {
   const now = plane.clock.now();
   const cluster = await plane.clusters.get(name);
-  // The failure's trace, as the taint's write recorded it: the same whether its message or the resync plans.
-  const traceparent = cluster?.value.faultTraceparent ?? currentTraceCarrier().traceparent;
   const faultyTaints = cluster?.value.taints.filter(isFaultyTaint) ?? [];
+  // The failure's trace, as the taint's write recorded it (the same whether its message or the resync plans);
+  // one recorded for an earlier episode (taints someone else changed, as Karmada can) is not this failure's.
+  const recorded = cluster?.value.faultTraceSince === episodeStart(faultyTaints) ? cluster?.value.faultTraceparent : undefined;
+  const traceparent = recorded ?? currentTraceCarrier().traceparent;
   // The fleet summary agrees with what is planned on (idempotent: repairs a note lost to a crash between
   // the cluster's write and the summary's, within the 30 s resync rather than the minute recount).
   if (cluster) await noteFleetChange(plane, name, { faulty: faultyTaints.length > 0 });
@@ -59,7 +61,7 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
     return { cluster: name, faulty: false, planned: 0, tolerated: 0, alreadyDecided: 0, abandoned };
   }
   // A failure episode starts with its earliest faulty taint; ended rows from before it may be decided anew.
-  const episodeStart = faultyTaints.map((t) => t.timeAdded).sort()[0];
+  const episodeBegan = episodeStart(faultyTaints)!;
   const { placements, evictions: existing } = await plane.ledger.listClusterRows(name);
   const prior = new Map(existing.map((row) => [row.record.bindingKey, row]));
   const rows: Array<{ record: EvictionRecord; replaceEtag?: string }> = [];
@@ -71,7 +73,7 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
     // A failback waiting to leave this cluster gives way to the failure (the binding must leave now, wherever
     // its home stands; its failback follows it to where it goes); one already given a slot goes first.
     const failback = before?.record.reason === FAILBACK_REASON;
-    if (before && (failback ? before.record.state === 'scheduled' : ACTIVE_STATES.includes(before.record.state) || before.record.decidedAt >= episodeStart)) {
+    if (before && (failback ? before.record.state === 'scheduled' : ACTIVE_STATES.includes(before.record.state) || before.record.decidedAt >= episodeBegan)) {
       alreadyDecided++;
       continue;
     }

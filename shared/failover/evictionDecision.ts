@@ -24,6 +24,13 @@ export function tolerates(toleration: Toleration, taint: Pick<ClusterTaint, 'key
 
 export const isFaultyTaint = (taint: Pick<ClusterTaint, 'effect'>) => taint.effect === 'NoExecute' || taint.effect === 'PreferNoExecute';
 
+/** A failure episode starts with its earliest NoExecute/PreferNoExecute taint (undefined: none). */
+export const episodeStart = (taints: ReadonlyArray<Pick<ClusterTaint, 'effect' | 'timeAdded'>>): string | undefined =>
+  taints
+    .filter(isFaultyTaint)
+    .map((t) => t.timeAdded)
+    .sort()[0];
+
 export function decideEviction(
   taints: readonly EffectTaint[],
   tolerations: readonly Toleration[],

@@ -4,7 +4,7 @@ import { NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../shared/api/errors';
 import { ConfigError } from '../../shared/config';
-import { resyncTaintManager } from '../../shared/controllers/taintManager';
+import { manageCluster, resyncTaintManager } from '../../shared/controllers/taintManager';
 import { httpFunction, json } from '../../shared/http/respond';
 import { jsonLogger } from '../../shared/telemetry/log';
 import { startTelemetry } from '../../shared/telemetry/setup';
@@ -125,5 +125,22 @@ describe('one trace per failure, whoever plans it', () => {
     // The recovery clears it: the next failure is a trace of its own.
     await applyTo(m, [cluster('t1')]);
     expect((await m.plane.clusters.get('t1'))?.value.faultTraceparent).toBeUndefined();
+  });
+
+  it('does not plan a later episode in an earlier trace when the taints changed without our write (Karmada changed them)', async () => {
+    const m = memoryPlane();
+    await applyTo(m, [cluster('k1'), cluster('k2'), binding('api', ['k1'])]);
+    await inSpan('first failure', {}, () => applyTo(m, [cluster('k1', true)]));
+    const stored = (await m.plane.clusters.get('k1'))!;
+    // The taint went and came back outside our writes: a new episode, the recorded trace left behind.
+    const later = new Date(Date.parse(stored.value.taints[0].timeAdded) + 60_000).toISOString();
+    await m.plane.clusters.replace('k1', { ...stored.value, taints: stored.value.taints.map((t) => ({ ...t, timeAdded: later })) }, stored.etag);
+    let planTrace = '';
+    await inSpan('taint-manager message', {}, async () => {
+      planTrace = traceIds().traceId!;
+      expect((await manageCluster(m.plane, 'k1')).planned).toBe(1);
+    });
+    const [row] = await m.ledger.scanEvictions({ cluster: 'k1' });
+    expect(row.record.traceparent?.split('-')[1]).toBe(planTrace);
   });
 });

@@ -1,4 +1,4 @@
-import { isFaultyTaint } from '../../failover/evictionDecision';
+import { episodeStart, isFaultyTaint } from '../../failover/evictionDecision';
 import { nextHealthySince } from '../../failover/failback';
 import type { TaintChange } from '../../failover/taintPolicy';
 import { keep, mutate, Mutation, write } from '../../store/optimistic';
@@ -85,8 +85,13 @@ export async function updateCluster<R>(
       faultyNow = next.taints.some(isFaultyTaint);
       if (faultyChanged) {
         const { traceparent } = currentTraceCarrier();
-        if (faultyNow && traceparent) next.faultTraceparent = traceparent;
-        else delete next.faultTraceparent;
+        if (faultyNow && traceparent) {
+          next.faultTraceparent = traceparent;
+          next.faultTraceSince = episodeStart(next.taints);
+        } else {
+          delete next.faultTraceparent;
+          delete next.faultTraceSince;
+        }
       }
       // Failback's count (persisted: a restart moves no due time): Ready=True and no faulty taint since when.
       const healthySince = nextHealthySince(current?.value, next, now);

@@ -32,6 +32,7 @@ export interface ClusterOverlay {
   healthySince?: string;
   /** The failure's trace (ClusterRecord.faultTraceparent). */
   faultTraceparent?: string;
+  faultTraceSince?: string;
 }
 
 type Ownership = Pick<ClusterTaint, 'owners' | 'manual' | 'karmadaOwners' | 'leftBy'>;
@@ -216,7 +217,7 @@ function overlayOf(record: ClusterRecord): ClusterOverlay {
     ...(record.lastSignature ? { lastSignature: record.lastSignature } : {}),
     ...(record.probe ? { probe: record.probe } : {}),
     ...(record.healthySince ? { healthySince: record.healthySince } : {}),
-    ...(record.faultTraceparent ? { faultTraceparent: record.faultTraceparent } : {}),
+    ...(record.faultTraceparent ? { faultTraceparent: record.faultTraceparent, faultTraceSince: record.faultTraceSince } : {}),
   };
 }
 
@@ -264,6 +265,6 @@ export function toRecord(object: KubeObject, overlay: ClusterOverlay | undefined
     ...(overlay?.lastSignature ? { lastSignature: overlay.lastSignature } : {}),
     ...(overlay?.probe ? { probe: overlay.probe } : {}),
     ...(overlay?.healthySince ? { healthySince: overlay.healthySince } : {}),
-    ...(overlay?.faultTraceparent ? { faultTraceparent: overlay.faultTraceparent } : {}),
+    ...(overlay?.faultTraceparent ? { faultTraceparent: overlay.faultTraceparent, faultTraceSince: overlay.faultTraceSince } : {}),
   };
 }
