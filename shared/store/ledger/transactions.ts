@@ -31,24 +31,7 @@ export const partitionOfAction = (action: TransactionAction): string => String((
  * after every other transaction has settled: those of other partitions have been written (or failed).
  */
 export async function submit(client: TableClient, actions: TransactionAction[], concurrency = 8): Promise<Array<string | undefined>> {
-  const chunks = transactionChunks((i) => partitionOfAction(actions[i]), actions.length);
-  const etags = new Array<string | undefined>(actions.length);
-  // Every transaction is settled before the call answers: when one fails, the caller's re-read sees the
-  // others landed (or failed), never still in flight.
-  let failure: Error | undefined;
-  await mapConcurrent(chunks, concurrency, async (chunk) => {
-    try {
-      if (chunk.length === 1) etags[chunk[0]] = await submitOne(client, actions[chunk[0]]);
-      else {
-        const response = await client.submitTransaction(chunk.map((i) => actions[i]));
-        response.subResponses.forEach((sub, k) => (etags[chunk[k]] = sub.etag));
-      }
-    } catch (error) {
-      failure ??= error instanceof Error ? error : new Error(String(error));
-    }
-  });
-  if (failure) throw failure;
-  return etags;
+  return (await submitChunks(client, actions, concurrency, false)) as Array<string | undefined>;
 }
 
 /**
@@ -57,18 +40,30 @@ export async function submit(client: TableClient, actions: TransactionAction[], 
  * the others' are their ETags. Any other failure rejects, after every transaction has settled.
  */
 export async function submitUnlessConflict(client: TableClient, actions: TransactionAction[], concurrency = 8): Promise<Array<string | false>> {
+  return (await submitChunks(client, actions, concurrency, true)).map((result) => (result === false ? false : (result ?? '')));
+}
+
+async function submitChunks(
+  client: TableClient,
+  actions: TransactionAction[],
+  concurrency: number,
+  skipConflicts: boolean,
+): Promise<Array<string | undefined | false>> {
   const chunks = transactionChunks((i) => partitionOfAction(actions[i]), actions.length);
-  const results = new Array<string | false>(actions.length).fill(false);
+  const results = new Array<string | undefined | false>(actions.length);
+  // Every transaction is settled before the call answers: when one fails, the caller's re-read sees the
+  // others landed (or failed), never still in flight.
   let failure: Error | undefined;
   await mapConcurrent(chunks, concurrency, async (chunk) => {
     try {
-      if (chunk.length === 1) results[chunk[0]] = (await submitOne(client, actions[chunk[0]])) ?? '';
+      if (chunk.length === 1) results[chunk[0]] = await submitOne(client, actions[chunk[0]]);
       else {
         const response = await client.submitTransaction(chunk.map((i) => actions[i]));
-        response.subResponses.forEach((sub, k) => (results[chunk[k]] = sub.etag ?? ''));
+        response.subResponses.forEach((sub, k) => (results[chunk[k]] = sub.etag));
       }
     } catch (error) {
-      if (!isConflict(error)) failure ??= error instanceof Error ? error : new Error(String(error));
+      if (skipConflicts && isConflict(error)) for (const i of chunk) results[i] = false;
+      else failure ??= error instanceof Error ? error : new Error(String(error));
     }
   });
   if (failure) throw failure;
