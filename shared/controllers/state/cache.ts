@@ -32,6 +32,12 @@ export class RecentCache<T> {
     map.set(key, { at, value });
   }
 
+  /** Replaces a value this process still holds, keeping its age (an update read since does not make it younger). */
+  replace(scope: object, value: T, key = ''): void {
+    const hit = this.entries.get(scope)?.get(key);
+    if (hit) hit.value = value;
+  }
+
   forget(scope: object, key?: string): void {
     if (key === undefined) this.entries.delete(scope);
     else this.entries.get(scope)?.delete(key);

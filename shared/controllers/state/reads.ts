@@ -16,10 +16,9 @@ import { RecentCache } from './cache';
  */
 const SECOND = 1000;
 
-/** A process's fleet view: the listing, the summary version it is current with, and when it was listed. */
+/** A process's fleet view: the listing and the summary version it is current with. */
 interface FleetView {
   version: number;
-  listedAt: number;
   clusters: CandidateCluster[];
 }
 const fleetCache = new RecentCache<FleetView>(SECOND);
@@ -45,7 +44,7 @@ export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Pro
   if (plane.karmada) {
     const view = await fleetCache.get(
       plane,
-      async () => ({ version: 0, listedAt: Date.now(), clusters: (await plane.clusters.list()).map(({ value }) => clusterCandidate(value)) }),
+      async () => ({ version: 0, clusters: (await plane.clusters.list()).map(({ value }) => clusterCandidate(value)) }),
       { maxAgeMs },
     );
     return view.clusters;
@@ -101,13 +100,13 @@ async function refreshView(
       });
       const clusters = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
       // Still aged from its listing: the 30 s safety net stays.
-      fleetCache.set(plane, { version, listedAt: cached.listedAt, clusters }, '', cached.listedAt);
+      fleetCache.replace(plane, { version, clusters });
       return clusters;
     }
     // Listed after the version was read: a change in between is in the listing or moves the version again.
     const sentAt = Date.now();
     const clusters = (await plane.clusters.list()).map(({ value }) => clusterCandidate(value));
-    fleetCache.set(plane, { version, listedAt: sentAt, clusters }, '', sentAt);
+    fleetCache.set(plane, { version, clusters }, '', sentAt);
     return clusters;
   } catch (error) {
     // Not refreshed: what this process wrote is still to be read.
