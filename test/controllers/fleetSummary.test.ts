@@ -14,6 +14,13 @@ import { memoryPlane } from '../helpers/memoryPlane';
  */
 const apply = (m: ReturnType<typeof memoryPlane>, objects: unknown[]) => applyObjects(m.plane, decodeApplyDocuments(objects));
 const summary = async (m: ReturnType<typeof memoryPlane>) => (await m.plane.fleetSummary.get('fleet'))?.value;
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+type ClusterRead = ReturnType<ReturnType<typeof memoryPlane>['plane']['clusters']['get']>;
+/** Puts `around` in front of every cluster point read (a slow or failing storage). */
+const aroundClusterReads = (m: ReturnType<typeof memoryPlane>, around: (id: string, read: () => ClusterRead) => ClusterRead) => {
+  const get = m.plane.clusters.get.bind(m.plane.clusters);
+  vi.spyOn(m.plane.clusters, 'get').mockImplementation((id) => around(id, () => get(id)));
+};
 
 describe('the maintained fleet summary', () => {
   it('follows creations, failures, recoveries and deletions', async () => {
@@ -170,15 +177,14 @@ describe('the fleet view (scheduler, pre-check, pacer)', () => {
       await m.plane.clusters.replace(name, { ...current.value, labels: { v } }, current.etag);
       forgetFleet(m.plane, name);
     };
-    const get = m.plane.clusters.get.bind(m.plane.clusters);
-    vi.spyOn(m.plane.clusters, 'get').mockImplementation(async (id) => {
-      const read = await get(id);
-      await new Promise((resolve) => setTimeout(resolve, id === 'a' ? 50 : 1));
-      return read;
+    aroundClusterReads(m, async (id, read) => {
+      const answer = await read();
+      await pause(id === 'a' ? 50 : 1);
+      return answer;
     });
     await label('a', '1');
     const first = fleetClusters(m.plane, 0);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await pause(5);
     await label('b', '1');
     expect((await fleetClusters(m.plane, 0)).find((c) => c.name === 'b')?.labels).toEqual({ v: '1' });
     await first;
@@ -225,16 +231,15 @@ describe('a lost summary note', () => {
 describe('applying a run of Clusters', () => {
   it('stops at a failing Cluster: none is started after it, and the request answers once those started have finished', async () => {
     const m = memoryPlane();
-    const get = m.plane.clusters.get.bind(m.plane.clusters);
     let started = 0;
     let finished = 0;
-    vi.spyOn(m.plane.clusters, 'get').mockImplementation(async (id) => {
+    aroundClusterReads(m, async (id, read) => {
       started++;
-      await new Promise((resolve) => setTimeout(resolve, id === 'f1' ? 1 : 20));
+      await pause(id === 'f1' ? 1 : 20);
       if (id === 'f1') throw new Error('storage unavailable');
-      const read = await get(id);
+      const answer = await read();
       finished++;
-      return read;
+      return answer;
     });
     await expect(
       apply(
@@ -243,7 +248,7 @@ describe('applying a run of Clusters', () => {
       ),
     ).rejects.toThrow('storage unavailable');
     const stored = (await m.plane.clusters.list()).length;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await pause(100);
     // Nothing more is written after the answer, and the run stopped with the first eight.
     expect((await m.plane.clusters.list()).length).toBe(stored);
     expect(started).toBeLessThanOrEqual(9);
@@ -253,14 +258,13 @@ describe('applying a run of Clusters', () => {
   it('applies consecutive Clusters side by side (the summary still counts each once, results in the order given)', async () => {
     const m = memoryPlane();
     // Each cluster read waits a moment, so clusters applied one after another never overlap.
-    const get = m.plane.clusters.get.bind(m.plane.clusters);
     let reading = 0;
     let mostAtOnce = 0;
-    vi.spyOn(m.plane.clusters, 'get').mockImplementation(async (id) => {
+    aroundClusterReads(m, async (_id, read) => {
       mostAtOnce = Math.max(mostAtOnce, ++reading);
-      await new Promise((resolve) => setTimeout(resolve, 5));
+      await pause(5);
       reading--;
-      return get(id);
+      return read();
     });
     await apply(m, [cluster('r0')]);
     const results = await apply(
