@@ -29,7 +29,10 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
     const path = (req.url ?? '').split('?')[0].split('/')[2] ?? '';
     // An entity (`table(PartitionKey=…,RowKey=…)`) apart from a query of the table (`table()`).
     const resource = path.replace(/\(.+\)$/, ' (entity)').replace(/\(\)$/, '');
-    const kind = `${req.method} ${resource}${/\$batch/.test(req.url ?? '') ? ' (batch)' : ''}`;
+    // A table query names its filter's shape (literals dropped): on Azurite each one scans the whole table.
+    const filter = req.method === 'GET' && resource && !resource.endsWith('(entity)') ? new URL(req.url ?? '', 'http://x').searchParams.get('$filter') : null;
+    const shape = filter ? ` [${filter.replace(/'(?:[^']|'')*'/g, '…').replace(/datetime…/g, '…')}]` : '';
+    const kind = `${req.method} ${resource}${/\$batch/.test(req.url ?? '') ? ' (batch)' : ''}${shape}`;
     byKind.set(kind, (byKind.get(kind) ?? 0) + 1);
     const started = performance.now();
     const counted = msByKind;

@@ -14,3 +14,31 @@ export async function mapConcurrent<T, R>(items: readonly T[], limit: number, ta
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return results;
 }
+
+/**
+ * A pass that callers share when it is fresh enough for them: a caller takes a `ticket()` once the change it
+ * needs the pass to see is stored, and `after(ticket)` returns a pass that started after that (one running,
+ * or the last one finished) or starts one. Ten taint-manager messages handled at once then cost one scan of
+ * the blocked rows, not ten. A pass that fails is not shared with later callers.
+ */
+export class SharedPass<T> {
+  private started = 0;
+  private latest: { seq: number; result: Promise<T> } | undefined;
+
+  constructor(private readonly pass: () => Promise<T>) {}
+
+  ticket(): number {
+    return this.started;
+  }
+
+  after(ticket: number): Promise<T> {
+    if (this.latest && this.latest.seq > ticket) return this.latest.result;
+    const seq = ++this.started;
+    const result = this.pass();
+    this.latest = { seq, result };
+    result.catch(() => {
+      if (this.latest?.seq === seq) this.latest = undefined;
+    });
+    return result;
+  }
+}

@@ -159,8 +159,13 @@ const add = (a: FailbackPass, b: FailbackPass): FailbackPass => ({
  * failback, then per binding of this home one ledger read; the new rows are written together (100 to a
  * transaction) with one event append.
  */
-export async function reconcileFailbackHome(plane: ControlPlane, home: string): Promise<FailbackPass> {
-  const awaiting = (await plane.bindings.listFlagged('awaitsFailback')).filter((entry) => isOpen(entry.value.failback?.[home]));
+export async function reconcileFailbackHome(
+  plane: ControlPlane,
+  home: string,
+  /** The bindings flagged as awaiting a failback, as listed for several homes at once (listed now if absent). */
+  flagged?: Array<Versioned<BindingRecord> & { id: string }>,
+): Promise<FailbackPass> {
+  const awaiting = (flagged ?? (await plane.bindings.listFlagged('awaitsFailback'))).filter((entry) => isOpen(entry.value.failback?.[home]));
   const lookup = homeLookup(plane);
   let pass = emptyPass();
   const planned: PlannedRow[] = [];

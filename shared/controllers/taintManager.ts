@@ -1,13 +1,15 @@
+import { SharedPass } from '../concurrency';
 import { ACTIVE_STATES, bindingKey, EvictionRecord, EvictionState, parseBindingKey, pendingEviction } from '../failover/bindingModel';
 import { DRAIN_REASON } from '../failover/drain';
 import { decideEviction, episodeStart, isFaultyTaint } from '../failover/evictionDecision';
 import { FAILBACK_REASON } from '../failover/failback';
 import { shardOf } from '../store/ledgerTable';
-import type { VersionedEviction } from '../store/ports';
+import type { Versioned, VersionedEviction } from '../store/ports';
 import { queueNameOf } from '../telemetry/metrics';
 import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import { reconcileFailbackHome, resyncFailback } from './failback';
 import type { ControlPlane, TaintManagerMessage } from './ports';
+import type { BindingRecord } from './records';
 import { clusterEvent } from './state/events';
 import { fleetClusters, noteFleetChange } from './state/reads';
 
@@ -237,10 +239,28 @@ async function restoreDueEntries(plane: ControlPlane, active: VersionedEviction[
  * fleet changed); and the failbacks whose home it is are planned or cancelled.
  */
 export async function handleTaintManagerMessage(plane: ControlPlane, message: TaintManagerMessage): Promise<PlanOutcome> {
+  const passes = sharedPassesOf(plane);
+  // The change behind the message was stored before it was sent: a pass that starts from here on sees it, so
+  // messages handled at once share one scan of the blocked rows and one listing of the awaiting failbacks.
+  const retryTicket = passes.retryBlocked.ticket();
+  const listingTicket = passes.awaitingFailback.ticket();
   const outcome = await manageCluster(plane, message.cluster);
-  if (message.reason === 'taints-changed') await retryBlocked(plane);
+  if (message.reason === 'taints-changed') await passes.retryBlocked.after(retryTicket);
   // The cluster's healthy run began or ended (the cluster write sends `taints-changed`, or `resync` when only
   // Ready changed): the failbacks home to it are planned for its end of window, or cancelled.
-  if (message.reason !== 'binding-changed') await reconcileFailbackHome(plane, message.cluster);
+  if (message.reason !== 'binding-changed') await reconcileFailbackHome(plane, message.cluster, await passes.awaitingFailback.after(listingTicket));
   return outcome;
+}
+
+const sharedPasses = new WeakMap<
+  ControlPlane,
+  { retryBlocked: SharedPass<number>; awaitingFailback: SharedPass<Array<Versioned<BindingRecord> & { id: string }>> }
+>();
+function sharedPassesOf(plane: ControlPlane) {
+  let passes = sharedPasses.get(plane);
+  if (!passes) {
+    passes = { retryBlocked: new SharedPass(() => retryBlocked(plane)), awaitingFailback: new SharedPass(() => plane.bindings.listFlagged('awaitsFailback')) };
+    sharedPasses.set(plane, passes);
+  }
+  return passes;
 }

@@ -1,0 +1,63 @@
+import { describe, expect, it, vi } from 'vitest';
+import { decodeApplyDocuments } from '../../shared/api/decode';
+import { applyObjects } from '../../shared/controllers/apply';
+import { handleTaintManagerMessage, manageCluster } from '../../shared/controllers/taintManager';
+import { binding, cluster } from '../helpers/fleet';
+import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
+
+/**
+ * Taint-manager messages handled at once (a host takes them from the queue in one batch) share the passes
+ * that do not depend on their cluster: one scan of the blocked rows, one listing of the bindings awaiting a
+ * failback. Each message still gets a pass that started after its change was stored.
+ */
+
+const apply = (m: MemoryPlane, objects: unknown[]) => applyObjects(m.plane, decodeApplyDocuments(objects));
+
+/** `count` failing clusters with a binding each, and one blocked row on `z` (a binding with nowhere to go). */
+async function fleetWithBlockedRow(count: number) {
+  const m = memoryPlane({ RESOURCE_EVICTION_RATE: '10' });
+  const failing = Array.from({ length: count }, (_, i) => `f${i}`);
+  await apply(m, [
+    cluster('z', true),
+    cluster('spare'),
+    ...failing.map((name) => cluster(name, true)),
+    binding('stuck', ['z']),
+    ...failing.map((name) => binding(`on-${name}`, [name], { placement: { clusterAffinity: { clusterNames: [name, 'spare'] } } })),
+  ]);
+  await manageCluster(m.plane, 'z');
+  const [row] = await m.ledger.scanEvictions({ cluster: 'z' });
+  await m.ledger.updateEviction({ ...row.record, state: 'blocked' }, row.etag);
+  const blockedScans = vi.spyOn(m.ledger, 'scanEvictions');
+  const flaggedListings = vi.spyOn(m.bindings, 'listFlagged');
+  const scans = () => blockedScans.mock.calls.filter(([filter]) => filter.state === 'blocked').length;
+  return { m, failing, scans, listings: () => flaggedListings.mock.calls.length };
+}
+
+describe('taint-manager messages share the cluster-independent passes', () => {
+  it('ten messages at once: each cluster is planned, the blocked row is retried, with one scan and one listing', async () => {
+    const { m, failing, scans, listings } = await fleetWithBlockedRow(10);
+    const outcomes = await Promise.all(failing.map((name) => handleTaintManagerMessage(m.plane, { cluster: name, reason: 'taints-changed' })));
+    expect(outcomes.map((o) => o.planned)).toEqual(failing.map(() => 1));
+    expect((await m.ledger.scanEvictions({ cluster: 'z' })).map((r) => r.record.state)).toEqual(['pending']);
+    expect(scans()).toBe(1);
+    expect(listings()).toBe(1);
+  });
+
+  it('a message handled after the last pass began gets a pass of its own', async () => {
+    const { m, failing, scans, listings } = await fleetWithBlockedRow(2);
+    await handleTaintManagerMessage(m.plane, { cluster: failing[0], reason: 'taints-changed' });
+    await handleTaintManagerMessage(m.plane, { cluster: failing[1], reason: 'taints-changed' });
+    expect(scans()).toBe(2);
+    expect(listings()).toBe(2);
+  });
+
+  it('a failed pass is not shared with the messages after it', async () => {
+    const { m, failing, scans } = await fleetWithBlockedRow(2);
+    m.ledger.failNext('scanEvictions', new Error('storage down'));
+    await expect(handleTaintManagerMessage(m.plane, { cluster: failing[0], reason: 'taints-changed' })).rejects.toThrow('storage down');
+    // Redelivered: the pass runs again and the blocked row is retried.
+    await handleTaintManagerMessage(m.plane, { cluster: failing[0], reason: 'taints-changed' });
+    expect(scans()).toBe(2);
+    expect((await m.ledger.scanEvictions({ cluster: 'z' })).map((r) => r.record.state)).toEqual(['pending']);
+  });
+});
