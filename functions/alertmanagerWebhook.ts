@@ -5,6 +5,7 @@ import { applyAlertBatch } from '../shared/controllers/alerts';
 import { mapAlertmanager } from '../shared/failover/alertMapping';
 import { bearerToken, requireToken } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json, readDocuments } from '../shared/http/respond';
+import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 /** POST /api/webhooks/alertmanager: Alertmanager's webhook (payload version 4), `Authorization: Bearer`. */
@@ -16,4 +17,4 @@ export const alertmanagerWebhook = httpFunction(async (req) => {
   return json(200, await applyAlertBatch(plane, mapAlertmanager(payload, plane.config.alerts.alertmanager)));
 });
 
-app.http('alertmanagerWebhook', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'webhooks/alertmanager', handler: alertmanagerWebhook });
+app.http('alertmanagerWebhook', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'webhooks/alertmanager', ...handingOff(alertmanagerWebhook) });

@@ -3,6 +3,7 @@ import { decodeApplyDocuments } from '../shared/api/decode';
 import { applyObjects as apply } from '../shared/controllers/apply';
 import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json, readDocuments } from '../shared/http/respond';
+import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 /** POST /api/apply: one or more Karmada-shaped objects, YAML or JSON; all validated before any is stored. */
@@ -14,4 +15,4 @@ export const applyObjects = httpFunction(async (req) => {
   return json(200, { results: await apply(plane, objects) });
 });
 
-app.http('apply', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'apply', handler: applyObjects });
+app.http('apply', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'apply', ...handingOff(applyObjects) });

@@ -5,6 +5,7 @@ import { applyAlertBatch, azureResourceClusters } from '../shared/controllers/al
 import { mapAzureMonitor } from '../shared/failover/alertMapping';
 import { requireToken } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json, readDocuments } from '../shared/http/respond';
+import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 /** POST /api/webhooks/azure-monitor?token=: an action group webhook with the common alert schema. */
@@ -16,4 +17,4 @@ export const azureMonitorWebhook = httpFunction(async (req) => {
   return json(200, await applyAlertBatch(plane, mapAzureMonitor(payload, await azureResourceClusters(plane))));
 });
 
-app.http('azureMonitorWebhook', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'webhooks/azure-monitor', handler: azureMonitorWebhook });
+app.http('azureMonitorWebhook', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'webhooks/azure-monitor', ...handingOff(azureMonitorWebhook) });

@@ -2,6 +2,7 @@ import { app } from '@azure/functions';
 import { drainCluster, uncordonCluster } from '../shared/controllers/drain';
 import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
+import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 /** POST /api/clusters/{name}/drain: cordon the cluster and move every binding off it at the global rate. */
@@ -20,5 +21,5 @@ export const clusterUncordon = httpFunction(async (req) => {
   return json(200, await uncordonCluster(plane, req.params.name));
 });
 
-app.http('clusterDrain', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusters/{name}/drain', handler: clusterDrain });
-app.http('clusterUncordon', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusters/{name}/uncordon', handler: clusterUncordon });
+app.http('clusterDrain', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusters/{name}/drain', ...handingOff(clusterDrain) });
+app.http('clusterUncordon', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusters/{name}/uncordon', ...handingOff(clusterUncordon) });

@@ -1,5 +1,6 @@
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { monitorClusterHeartbeats } from '../shared/controllers/clusters';
+import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 /** Every 5 s (seed 001's monitor period): Ready=Unknown for clusters silent beyond their grace period. */
@@ -8,4 +9,4 @@ export async function clusterMonitor(_timer: Timer, ctx: InvocationContext): Pro
   if (marked.length > 0) ctx.log(`marked ${marked.length} cluster(s) Unknown: ${marked.join(', ')}`);
 }
 
-app.timer('clusterMonitor', { schedule: '*/5 * * * * *', runOnStartup: false, useMonitor: false, handler: clusterMonitor });
+app.timer('clusterMonitor', { schedule: '*/5 * * * * *', runOnStartup: false, useMonitor: false, ...handingOff(clusterMonitor) });

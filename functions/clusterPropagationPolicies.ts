@@ -4,6 +4,7 @@ import { deletePropagationPolicy, getPropagationPolicy, listPropagationPolicies 
 import { policyDisplay } from '../shared/failover/propagation';
 import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
+import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 /** GET /api/clusterpropagationpolicies[/{name}], DELETE /api/clusterpropagationpolicies/{name}. */
@@ -34,5 +35,5 @@ app.http('clusterPropagationPolicies', {
   methods: [...ALL_METHODS],
   authLevel: 'anonymous',
   route: 'clusterpropagationpolicies/{name?}',
-  handler: clusterPropagationPolicies,
+  ...handingOff(clusterPropagationPolicies),
 });

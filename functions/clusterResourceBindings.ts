@@ -3,6 +3,7 @@ import { notFound } from '../shared/api/errors';
 import { deleteBinding, getBinding, listBindings } from '../shared/controllers/bindings';
 import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
+import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 /** GET /api/clusterresourcebindings[/{name}], DELETE /api/clusterresourcebindings/{name}. */
@@ -33,5 +34,5 @@ app.http('clusterResourceBindings', {
   methods: [...ALL_METHODS],
   authLevel: 'anonymous',
   route: 'clusterresourcebindings/{name?}',
-  handler: clusterResourceBindings,
+  ...handingOff(clusterResourceBindings),
 });

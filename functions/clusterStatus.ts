@@ -6,6 +6,7 @@ import { reportClusterStatus } from '../shared/controllers/clusters';
 import { clusterResource } from '../shared/controllers/views';
 import { verifyClusterReport } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
+import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 /** POST /api/clusters/{name}/status: our native health report (conditions + optional observedAt). */
@@ -23,4 +24,4 @@ export const clusterStatus = httpFunction(async (req) => {
   return json(200, clusterResource(outcome.record, outcome.etag));
 });
 
-app.http('clusterStatus', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusters/{name}/status', handler: clusterStatus });
+app.http('clusterStatus', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusters/{name}/status', ...handingOff(clusterStatus) });

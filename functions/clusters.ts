@@ -3,6 +3,7 @@ import { notFound } from '../shared/api/errors';
 import { deleteCluster, getCluster, listClusters } from '../shared/controllers/clusters';
 import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
+import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 /** GET /api/clusters, GET and DELETE /api/clusters/{name}. */
@@ -24,4 +25,4 @@ export const clusters = httpFunction(async (req) => {
   return json(200, cluster);
 });
 
-app.http('clusters', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusters/{name?}', handler: clusters });
+app.http('clusters', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusters/{name?}', ...handingOff(clusters) });

@@ -4,6 +4,7 @@ import { deletePropagationPolicy, getPropagationPolicy, listPropagationPolicies 
 import { policyDisplay } from '../shared/failover/propagation';
 import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
+import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 /** GET /api/propagationpolicies[/{namespace}[/{name}]], DELETE /api/propagationpolicies/{namespace}/{name}. */
@@ -34,5 +35,5 @@ app.http('propagationPolicies', {
   methods: [...ALL_METHODS],
   authLevel: 'anonymous',
   route: 'propagationpolicies/{namespace?}/{name?}',
-  handler: propagationPolicies,
+  ...handingOff(propagationPolicies),
 });

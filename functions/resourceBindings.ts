@@ -4,6 +4,7 @@ import { deleteBinding, getBinding, listBindings } from '../shared/controllers/b
 import { displayName } from '../shared/failover/bindingModel';
 import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
+import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 /** GET /api/resourcebindings[/{namespace}[/{name}]], DELETE /api/resourcebindings/{namespace}/{name}. */
@@ -26,4 +27,9 @@ export const resourceBindings = httpFunction(async (req) => {
   return json(200, binding);
 });
 
-app.http('resourceBindings', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'resourcebindings/{namespace?}/{name?}', handler: resourceBindings });
+app.http('resourceBindings', {
+  methods: [...ALL_METHODS],
+  authLevel: 'anonymous',
+  route: 'resourcebindings/{namespace?}/{name?}',
+  ...handingOff(resourceBindings),
+});

@@ -2,6 +2,7 @@ import { app, InvocationContext } from '@azure/functions';
 import { taintEvaluationMessage } from '../shared/controllers/ports';
 import { evaluateCluster, EVALUATION_LEAD_SECONDS, scheduleEvaluation } from '../shared/controllers/taintEvaluation';
 import { awaitDeadline } from '../shared/queue/deadline';
+import { handingOff } from '../shared/queue/handOff';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
 import { controlPlane } from '../shared/runtime';
@@ -23,5 +24,5 @@ export async function taintEvaluation(message: unknown, ctx: InvocationContext):
 app.storageQueue('taintEvaluation', {
   queueName: QUEUES.taintEvaluations,
   connection: 'AzureWebJobsStorage',
-  handler: tracedQueueHandler(QUEUES.taintEvaluations, taintEvaluation),
+  ...handingOff(tracedQueueHandler(QUEUES.taintEvaluations, taintEvaluation)),
 });

@@ -5,6 +5,7 @@ import { objectName } from '../shared/api/resources';
 import { deleteTemplate, getTemplate, listTemplates } from '../shared/controllers/templates';
 import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
+import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 const templateQuery = z.strictObject({
@@ -44,4 +45,4 @@ export const templates = httpFunction(async (req) => {
   return json(200, { apiVersion: 'v1', kind: 'List', items: await listTemplates(plane, { apiVersion, kind, namespace }) });
 });
 
-app.http('templates', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'templates', handler: templates });
+app.http('templates', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'templates', ...handingOff(templates) });

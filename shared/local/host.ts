@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
+import type { InvocationContext } from '@azure/functions';
 import type { QueueClient } from '@azure/storage-queue';
+import { encodeMessage } from '../queue/encoding';
 import { signalShutdown } from '../shutdown';
 import type { LeaseStore } from '../store/ports';
 import type { Logger } from '../telemetry/log';
@@ -44,7 +46,7 @@ export class LocalFunctionsHost {
 
   constructor(private readonly options: LocalHostOptions) {
     const { settings, log } = options;
-    const shared = { lifecycle: this.lifecycle, invoke: createInvoker(log, settings.functionTimeoutMs) };
+    const shared = { lifecycle: this.lifecycle, invoke: createInvoker(log, settings.functionTimeoutMs, (fn, ctx) => this.writeQueueOutputs(fn, ctx)) };
     this.http = new HttpRunner({
       ...shared,
       functions: this.trigger('httpTrigger'),
@@ -53,6 +55,29 @@ export class LocalFunctionsHost {
     });
     this.timers = new TimerRunner({ ...shared, hostId: this.id, leases: options.leases, log });
     this.queues = new QueueRunner({ ...shared, queue: options.queue, settings: settings.queues, holdSeconds: options.queueHoldSeconds, log });
+  }
+
+  /**
+   * A function's queue output bindings: each message written with the host.json messageEncoding, then the
+   * queue's listener here is woken to poll at once (WebJobs' SharedQueueWatcher does this for messages its
+   * own bindings wrote), instead of waiting out its idle back-off.
+   */
+  private async writeQueueOutputs(fn: RegisteredFunction, ctx: InvocationContext): Promise<void> {
+    const { messageEncoding } = this.options.settings.queues;
+    for (const [name, binding] of Object.entries(fn.bindings)) {
+      if (binding.direction !== 'out' || binding.type !== 'queue') continue;
+      const value: unknown = ctx.extraOutputs.get(name);
+      if (value === undefined || value === null) continue;
+      const queueName = String(binding.queueName);
+      const client = this.options.queue(queueName);
+      const messages = Array.isArray(value) ? (value as unknown[]) : [value];
+      await Promise.all(
+        messages.map((message) =>
+          client.sendMessage(messageEncoding === 'base64' ? encodeMessage(message) : typeof message === 'string' ? message : JSON.stringify(message)),
+        ),
+      );
+      this.queues.notify(queueName);
+    }
   }
 
   /** The base URL the HTTP triggers listen on, once started. */

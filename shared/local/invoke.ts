@@ -26,19 +26,25 @@ export interface InvokeOptions {
 
 export type Invoke = (fn: RegisteredFunction, args: unknown[], options: InvokeOptions) => Promise<unknown>;
 
-export function createInvoker(log: Logger, functionTimeoutMs: number): Invoke {
+/** Writes a successful invocation's output bindings (ctx.extraOutputs), as the host does after the function returns. */
+export type WriteOutputs = (fn: RegisteredFunction, ctx: InvocationContext) => Promise<void>;
+
+export function createInvoker(log: Logger, functionTimeoutMs: number, writeOutputs?: WriteOutputs): Invoke {
   return async (fn, args, options) => {
     const started = performance.now();
     const { ctx, loggedSomething } = invocationContext(fn, log, options.triggerMetadata);
     let outcome = 'succeeded';
     let timer: NodeJS.Timeout | undefined;
     try {
-      return await Promise.race([
+      const result = await Promise.race([
         Promise.resolve().then(() => fn.handler(...args, ctx)),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error(`function timed out after ${functionTimeoutMs} ms (functionTimeout)`)), functionTimeoutMs);
         }),
       ]);
+      // A binding that cannot be written fails the invocation (a queue message is then retried).
+      await writeOutputs?.(fn, ctx);
+      return result;
     } catch (error) {
       outcome = 'failed';
       log.error('function failed', { function: fn.name, invocationId: ctx.invocationId, ...errorFields(error) });

@@ -53,7 +53,33 @@ export function nextPollDelay(previous: PollBackoff | undefined, maxPollingInter
 type Message = { messageId: string; popReceipt: string; messageText: string; dequeueCount: number; insertedOn: Date; expiresOn: Date; nextVisibleOn: Date };
 
 export class QueueRunner {
+  /** Per queue: how to wake its poller now, or that a wake came while it was not sleeping. */
+  private readonly wakers = new Map<string, (() => void) | 'pending'>();
+
   constructor(private readonly options: QueueRunnerOptions) {}
+
+  /** This host wrote messages to `queueName` through a binding: its poller (if any) polls now, its back-off reset. */
+  notify(queueName: string): void {
+    const wake = this.wakers.get(queueName);
+    if (typeof wake === 'function') wake();
+    else this.wakers.set(queueName, 'pending');
+  }
+
+  /** Sleeps `ms` unless notified first: 'woken', 'slept', or 'stopped' when the host stops. */
+  private async idle(queueName: string, ms: number): Promise<'woken' | 'slept' | 'stopped'> {
+    if (this.wakers.get(queueName) === 'pending') {
+      this.wakers.delete(queueName);
+      return this.options.lifecycle.stopping ? 'stopped' : 'woken';
+    }
+    let wake!: () => void;
+    const woken = new Promise<'woken'>((resolve) => (wake = () => resolve('woken')));
+    this.wakers.set(queueName, wake);
+    try {
+      return await Promise.race([this.options.lifecycle.sleep(ms).then((slept) => (slept ? 'slept' : 'stopped')), woken]);
+    } finally {
+      if (this.wakers.get(queueName) === wake) this.wakers.delete(queueName);
+    }
+  }
 
   private get holdSeconds(): number {
     return this.options.holdSeconds ?? QUEUE_HOLD_SECONDS;
@@ -82,7 +108,9 @@ export class QueueRunner {
       const messages = received?.receivedMessageItems ?? [];
       if (messages.length === 0) {
         backoff = nextPollDelay(backoff, maxPollingIntervalMs);
-        if (!(await lifecycle.sleep(backoff.delayMs))) break;
+        const after = await this.idle(queueName, backoff.delayMs);
+        if (after === 'stopped') break;
+        if (after === 'woken') backoff = undefined;
         continue;
       }
       backoff = undefined;

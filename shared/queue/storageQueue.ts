@@ -2,19 +2,9 @@ import { QueueClient } from '@azure/storage-queue';
 import type { MessageQueue, SendOptions } from '../store/ports';
 import { ATTR, currentTraceCarrier, inSpan, SpanKind } from '../telemetry/tracing';
 import { encodeMessage } from './encoding';
+import { handOff } from './handOff';
 
-/** Queue names this app uses. The poison queues are `<name>-poison`. */
-export const QUEUES = {
-  taintEvaluations: 'taint-evaluations',
-  /** Clusters whose faulty taints changed: plan or abandon their evictions. */
-  taintManager: 'taint-manager',
-  /** Paced evictions, visible at their send slot. */
-  evictions: 'evictions',
-  /** Bindings to place (new, or a cluster lost to eviction). */
-  scheduler: 'scheduler',
-  /** Application failover deadline checks, visible shortly before their deadline. */
-  applicationFailover: 'application-failover',
-} as const;
+export { QUEUES } from './names';
 
 // Azure Storage allows at most 7 days of initial invisibility.
 const MAX_DELAY_SECONDS = 604_800;
@@ -32,7 +22,9 @@ export class StorageMessageQueue<T> implements MessageQueue<T> {
       `send ${this.client.name}`,
       { kind: SpanKind.PRODUCER, attributes: { [ATTR.queue]: this.client.name, 'messaging.delay_seconds': delay } },
       async () => {
-        await this.client.sendMessage(encodeMessage({ ...message, ...currentTraceCarrier() }), { visibilityTimeout: delay, messageTimeToLive: -1 });
+        const body = { ...message, ...currentTraceCarrier() };
+        if (delay === 0 && handOff(this.client.name, body)) return;
+        await this.client.sendMessage(encodeMessage(body), { visibilityTimeout: delay, messageTimeToLive: -1 });
       },
     );
   }
