@@ -1,4 +1,4 @@
-import { TableClient, type TableServiceClientOptions } from '@azure/data-tables';
+import { TableClient, type TableServiceClientOptions, type TransactionAction } from '@azure/data-tables';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
@@ -8,7 +8,7 @@ import { applyTaintPolicy } from '../../shared/controllers/taintPolicies';
 import { bindingKey, EvictionRecord, PlacementFacts } from '../../shared/failover/bindingModel';
 import { createControlPlane } from '../../shared/runtime';
 import { bucketOf } from '../../shared/store/buckets';
-import { submit } from '../../shared/store/ledger/transactions';
+import { submit, submitOrOneByOne } from '../../shared/store/ledger/transactions';
 import { shardOf, TableLedger } from '../../shared/store/ledgerTable';
 import { mutate, write } from '../../shared/store/optimistic';
 import { ConcurrencyError } from '../../shared/store/ports';
@@ -434,9 +434,10 @@ describe('TableLedger storage layout', () => {
     expect(await cost(() => ledger.upsertPlacements([...big, ...spread].map(placement)))).toBe(transactions([...big, ...spread]));
     // Rows per partition, and the due groups (all in `~due`) in one more.
     expect(await cost(() => ledger.recordEvictions(spread.map((n) => ({ record: record(n) }))))).toBe(partitions + 1);
-    // 'a' exists: the batches fail on it (other partitions land), then each row is tried alone.
+    // 'a' exists: its transaction is refused (the others land); refused alone, it is not tried again.
+    expect(shardOf(keyOf('a'))).not.toBe(shardOf(keyOf(big[0])));
     expect(await cost(() => ledger.recordEvictions([...big.map((n) => ({ record: record(n, { state: 'blocked' }) })), { record: record('a') }]))).toBe(
-      transactions([...big, 'a']) + 102 + 1,
+      transactions([...big, 'a']) + 1,
     );
     expect(await cost(() => ledger.listClusterRows('m1'))).toBe(1);
     expect(await cost(() => ledger.listEvictions('m1', ['pending']))).toBe(1);
@@ -494,5 +495,32 @@ describe('ledger transactions of one action', () => {
       ['create', { partitionKey: 'p', rowKey: 'd' }],
     ]);
     expect(batches).toBe(1);
+  });
+});
+
+describe('ledger writes that may meet rows already there (submitOrOneByOne)', () => {
+  it('write every row that is not there, keep the ones that are, and try alone only the refused transaction', async () => {
+    await env.storage.tableService().createTable('refusedonly');
+    const client = env.storage.table('refusedonly');
+    await client.createEntity({ partitionKey: 'p1', rowKey: 'r05', n: 0 });
+    let alone = 0;
+    const counted = TableClient.fromConnectionString(env.azurite.connectionString, 'refusedonly', {
+      allowInsecureConnection: true,
+      additionalPolicies: [
+        { policy: { name: 'count', sendRequest: (request, next) => (!request.url.includes('$batch') && alone++, next(request)) }, position: 'perCall' },
+      ],
+    });
+    // Three partitions of ten rows; one stored row in p1 refuses p1's transaction.
+    const actions: TransactionAction[] = ['p0', 'p1', 'p2'].flatMap((partitionKey) =>
+      Array.from({ length: 10 }, (_, i): TransactionAction => ['create', { partitionKey, rowKey: `r${String(i).padStart(2, '0')}`, n: 1 }]),
+    );
+    await submitOrOneByOne(counted, actions);
+    const stored = new Map<string, number>();
+    for await (const e of client.listEntities<{ n: number }>()) stored.set(`${e.partitionKey}/${e.rowKey}`, e.n);
+    expect(stored.size).toBe(30);
+    expect(stored.get('p1/r05')).toBe(0);
+    expect([...stored.values()].filter((n) => n === 1)).toHaveLength(29);
+    // p1's ten actions alone (nine created, one refused); p0 and p2 stood as one transaction each.
+    expect(alone).toBe(10);
   });
 });

@@ -91,20 +91,25 @@ export async function submitOne(client: TableClient, action: TransactionAction):
   }
 }
 
-/** A batch fails whole on one conflict; then each action is tried alone and the ones that conflict (409, 412) are skipped. */
-export async function submitOrOneByOne(client: TableClient, actions: TransactionAction[]): Promise<void> {
-  try {
-    await submit(client, actions);
-  } catch (error) {
-    if (!isConflict(error)) throw error;
-    for (const action of actions) {
-      try {
-        await submit(client, [action]);
-      } catch (single) {
-        if (!isConflict(single)) throw single;
-      }
+/**
+ * Writes every action that does not conflict: a transaction refused with 409 or 412 is tried again action by
+ * action (several at once), skipping the ones that conflict; the other transactions stand as written. (A
+ * planner racing another one on the same cluster meets its rows in every transaction, so this is bounded by
+ * the refused transactions, not by all the actions.)
+ */
+export async function submitOrOneByOne(client: TableClient, actions: TransactionAction[], concurrency = 8): Promise<void> {
+  const results = await submitUnlessConflict(client, actions, concurrency);
+  // A refused transaction of one action was that action's own answer.
+  const refused = transactionChunks((i) => partitionOfAction(actions[i]), actions.length)
+    .filter((chunk) => chunk.length > 1 && results[chunk[0]] === false)
+    .flatMap((chunk) => chunk.map((i) => actions[i]));
+  await mapConcurrent(refused, concurrency, async (action) => {
+    try {
+      await submitOne(client, action);
+    } catch (error) {
+      if (!isConflict(error)) throw error;
     }
-  }
+  });
 }
 
 const isConflict = (error: unknown) => {
