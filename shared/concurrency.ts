@@ -18,8 +18,9 @@ export async function mapConcurrent<T, R>(items: readonly T[], limit: number, ta
 /**
  * A pass that callers share when it is fresh enough for them: a caller takes a `ticket()` once the change it
  * needs the pass to see is stored, and `after(ticket)` returns a pass that started after that (one running,
- * or the last one finished) or starts one. Ten taint-manager messages handled at once then cost one scan of
- * the blocked rows, not ten. A pass that fails is not shared with later callers.
+ * or the last one finished) or starts one, once the one running (if any) has ended: passes never overlap.
+ * Ten taint-manager messages handled at once then cost one scan of the blocked rows, not ten; a message and
+ * the resync never plan one cluster at once. A pass that fails is not shared with later callers.
  */
 export class SharedPass<T> {
   private started = 0;
@@ -34,7 +35,8 @@ export class SharedPass<T> {
   after(ticket: number): Promise<T> {
     if (this.latest && this.latest.seq > ticket) return this.latest.result;
     const seq = ++this.started;
-    const result = this.pass();
+    const previous = this.latest?.result;
+    const result = previous ? previous.then(this.pass, this.pass) : this.pass();
     this.latest = { seq, result };
     result.catch(() => {
       if (this.latest?.seq === seq) this.latest = undefined;

@@ -188,7 +188,9 @@ export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned
   const faulty = new Set(clusters.filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name));
   let planned = 0;
   let abandoned = 0;
-  for (const name of faulty) planned += (await manageCluster(plane, name)).planned;
+  // Taken before any is planned: a message's planning of a cluster that begins meanwhile serves for it.
+  const plans = [...faulty].map((name) => ({ plan: planPassOf(plane, name), ticket: planPassOf(plane, name).ticket() }));
+  for (const { plan, ticket } of plans) planned += (await plan.after(ticket)).planned;
   const active = await plane.ledger.scanEvictions({ states: ['pending', 'scheduled'] });
   // A failback's row lives on a healthy cluster by design: no recovery to look for there.
   for (const cluster of new Set(active.filter((r) => r.record.reason !== FAILBACK_REASON).map((r) => r.record.cluster))) {
@@ -244,7 +246,8 @@ export async function handleTaintManagerMessage(plane: ControlPlane, message: Ta
   // messages handled at once share one scan of the blocked rows and one listing of the awaiting failbacks.
   const retryTicket = passes.retryBlocked.ticket();
   const listingTicket = passes.awaitingFailback.ticket();
-  const outcome = await manageCluster(plane, message.cluster);
+  const plan = planPassOf(plane, message.cluster);
+  const outcome = await plan.after(plan.ticket());
   if (message.reason === 'taints-changed') await passes.retryBlocked.after(retryTicket);
   // The cluster's healthy run began or ended (the cluster write sends `taints-changed`, or `resync` when only
   // Ready changed): the failbacks home to it are planned for its end of window, or cancelled.
@@ -256,6 +259,20 @@ const sharedPasses = new WeakMap<
   ControlPlane,
   { retryBlocked: SharedPass<number>; awaitingFailback: SharedPass<Array<Versioned<BindingRecord> & { id: string }>> }
 >();
+/**
+ * Per control plane and cluster: its planning, one pass at a time. A message and the resync that plan the same
+ * cluster at once would both read no rows and both write them, and the second's transactions would all be
+ * refused (every row is there); instead the later one waits, or shares a pass that began after it asked.
+ */
+const planPasses = new WeakMap<ControlPlane, Map<string, SharedPass<PlanOutcome>>>();
+function planPassOf(plane: ControlPlane, cluster: string): SharedPass<PlanOutcome> {
+  let byCluster = planPasses.get(plane);
+  if (!byCluster) planPasses.set(plane, (byCluster = new Map<string, SharedPass<PlanOutcome>>()));
+  let pass = byCluster.get(cluster);
+  if (!pass) byCluster.set(cluster, (pass = new SharedPass(() => manageCluster(plane, cluster))));
+  return pass;
+}
+
 function sharedPassesOf(plane: ControlPlane) {
   let passes = sharedPasses.get(plane);
   if (!passes) {

@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { applyObjects } from '../../shared/controllers/apply';
-import { handleTaintManagerMessage, manageCluster } from '../../shared/controllers/taintManager';
+import { handleTaintManagerMessage, manageCluster, resyncTaintManager } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
 import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 
@@ -59,5 +59,25 @@ describe('taint-manager messages share the cluster-independent passes', () => {
     await handleTaintManagerMessage(m.plane, { cluster: failing[0], reason: 'taints-changed' });
     expect(scans()).toBe(2);
     expect((await m.ledger.scanEvictions({ cluster: 'z' })).map((r) => r.record.state)).toEqual(['pending']);
+  });
+});
+
+describe('one cluster is planned by one pass at a time', () => {
+  it('a resync that reaches a cluster while a message plans it waits, then finds the rows decided: they are written once', async () => {
+    const { m, failing } = await fleetWithBlockedRow(1);
+    const recorded = vi.spyOn(m.ledger, 'recordEvictions');
+    let resync: ReturnType<typeof resyncTaintManager> | undefined;
+    // The message's planning is about to write its rows: the resync starts now and runs as far as it can.
+    m.ledger.faults.beforeWrite = async (method) => {
+      if (method !== 'recordEvictions' || resync) return;
+      resync = resyncTaintManager(m.plane);
+      await new Promise((r) => setTimeout(r, 20));
+    };
+    const outcome = await handleTaintManagerMessage(m.plane, { cluster: failing[0], reason: 'taints-changed' });
+    const resynced = await resync!;
+    expect(recorded.mock.calls.filter(([rows]) => rows.some((r) => r.record.cluster === failing[0]))).toHaveLength(1);
+    expect(outcome.planned).toBe(1);
+    expect(resynced.planned).toBe(0);
+    expect((await m.ledger.scanEvictions({ cluster: failing[0] })).map((r) => r.record.state)).toEqual(['pending']);
   });
 });
