@@ -17,26 +17,42 @@ export async function mapConcurrent<T, R>(items: readonly T[], limit: number, ta
 
 /**
  * A pass that callers share when it is fresh enough for them: a caller takes a `ticket()` once the change it
- * needs the pass to see is stored, and `after(ticket)` returns a pass that started after that (one running,
- * or the last one finished) or starts one, once the one running (if any) has ended: passes never overlap.
- * Ten taint-manager messages handled at once then cost one scan of the blocked rows, not ten; a message and
- * the resync never plan one cluster at once. A pass that fails is not shared with later callers.
+ * needs the pass to see is stored, and `after(ticket)` returns a pass that began after that: the one waiting
+ * to begin, or the last one that began (running or finished), or else a new one, which begins once the
+ * running one has ended: passes never overlap, and at most one waits. Ten taint-manager messages handled at
+ * once then cost one scan of the blocked rows, not ten; a message and the resync never plan one cluster at
+ * once. A pass that fails is not shared with later callers. The last result is kept (for the late callers
+ * it serves) until the next pass begins.
  */
 export class SharedPass<T> {
-  private started = 0;
+  private begun = 0;
   private latest: { seq: number; result: Promise<T> } | undefined;
+  private waiting: Promise<T> | undefined;
 
   constructor(private readonly pass: () => Promise<T>) {}
 
+  /** How many passes have begun: a pass that begins later serves the caller. */
   ticket(): number {
-    return this.started;
+    return this.begun;
   }
 
   after(ticket: number): Promise<T> {
+    if (this.waiting) return this.waiting;
     if (this.latest && this.latest.seq > ticket) return this.latest.result;
-    const seq = ++this.started;
     const previous = this.latest?.result;
-    const result = previous ? previous.then(this.pass, this.pass) : this.pass();
+    if (!previous) return this.begin();
+    const waiting = previous.then(
+      () => this.begin(),
+      () => this.begin(),
+    );
+    this.waiting = waiting;
+    return waiting;
+  }
+
+  private begin(): Promise<T> {
+    this.waiting = undefined;
+    const seq = ++this.begun;
+    const result = this.pass();
     this.latest = { seq, result };
     result.catch(() => {
       if (this.latest?.seq === seq) this.latest = undefined;

@@ -37,6 +37,17 @@ describe('SharedPass', () => {
     expect(log).toEqual(before ? ['start 1', 'end 1'] : ['start 1', 'end 1', 'start 2', 'end 2']);
   });
 
+  it('callers that arrive while a pass runs all share the one pass waiting to begin: two passes, not one each', async () => {
+    const { pass, log, open } = gatedPass();
+    const first = pass.after(pass.ticket());
+    const late = [pass.after(pass.ticket()), pass.after(pass.ticket()), pass.after(pass.ticket())];
+    await open();
+    await open();
+    expect(await first).toBe(1);
+    expect(await Promise.all(late)).toEqual([2, 2, 2]);
+    expect(log).toEqual(['start 1', 'end 1', 'start 2', 'end 2']);
+  });
+
   it('a finished pass serves a caller whose ticket predates it', async () => {
     const { pass, open } = gatedPass();
     const ticket = pass.ticket();
