@@ -188,15 +188,19 @@ export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned
   const faulty = new Set(clusters.filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name));
   let planned = 0;
   let abandoned = 0;
-  // Taken before any is planned: a message's planning of a cluster that begins meanwhile serves for it.
-  const plans = [...faulty].map((name) => ({ plan: planPassOf(plane, name), ticket: planPassOf(plane, name).ticket() }));
-  for (const { plan, ticket } of plans) planned += (await plan.after(ticket)).planned;
+  // Passes that begin after the listing serve the resync (a message's planning of the same cluster, say):
+  // the tickets are taken before any is awaited, and through the same passes nothing runs twice at once.
+  const ticketOf = <T>(pass: SharedPass<T>) => ({ pass, ticket: pass.ticket() });
+  const retry = ticketOf(sharedPassesOf(plane).retryBlocked);
+  for (const { pass, ticket } of [...faulty].map((name) => ticketOf(planPassOf(plane, name)))) planned += (await pass.after(ticket)).planned;
   const active = await plane.ledger.scanEvictions({ states: ['pending', 'scheduled'] });
   // A failback's row lives on a healthy cluster by design: no recovery to look for there.
   for (const cluster of new Set(active.filter((r) => r.record.reason !== FAILBACK_REASON).map((r) => r.record.cluster))) {
-    if (!faulty.has(cluster)) abandoned += (await manageCluster(plane, cluster)).abandoned;
+    if (faulty.has(cluster)) continue;
+    const plan = planPassOf(plane, cluster);
+    abandoned += (await plan.after(plan.ticket())).abandoned;
   }
-  const retried = await retryBlocked(plane);
+  const retried = await retry.pass.after(retry.ticket);
   // Failback's safety net (at most once a minute): what a lost message missed, a window edited, entries to drop.
   const failback = await resyncFailback(plane);
   if (failback.planned + failback.redated + failback.cancelled + failback.dropped > 0) plane.log.info('failback resync', { ...failback });
