@@ -1,7 +1,6 @@
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { probeSchedule } from '../shared/config';
 import { probeClusters } from '../shared/controllers/probes';
-import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 /**
@@ -16,4 +15,4 @@ export async function clusterProbes(_timer: Timer, ctx: InvocationContext): Prom
   if (round.changed.length > 0) ctx.log(`probes: Ready changed on ${round.changed.join(', ')} (${round.probed} probed in ${round.durationMs} ms)`);
 }
 
-app.timer('clusterProbes', { schedule: probeSchedule(process.env), runOnStartup: false, useMonitor: false, ...handingOff(clusterProbes) });
+app.timer('clusterProbes', { schedule: probeSchedule(process.env), runOnStartup: false, useMonitor: false, handler: clusterProbes });

@@ -1,6 +1,5 @@
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { syncKarmada } from '../shared/controllers/karmadaSync';
-import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 import { shutdownSignal, signalShutdown } from '../shared/shutdown';
 
@@ -21,5 +20,5 @@ export async function karmadaSync(_timer: Timer, ctx: InvocationContext): Promis
   if (changed.length > 0) ctx.log(`karmada sync: ${changed.map(([kind, k]) => `${kind} ${k.relisted ? 'relisted, ' : ''}${k.events} event(s)`).join('; ')}`);
 }
 
-app.timer('karmadaSync', { schedule: '*/10 * * * * *', runOnStartup: false, useMonitor: false, ...handingOff(karmadaSync) });
+app.timer('karmadaSync', { schedule: '*/10 * * * * *', runOnStartup: false, useMonitor: false, handler: karmadaSync });
 app.hook.appTerminate(() => signalShutdown());

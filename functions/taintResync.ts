@@ -1,6 +1,5 @@
 import { app, InvocationContext, Timer } from '@azure/functions';
 import { resyncAllClusters } from '../shared/controllers/taintEvaluation';
-import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
 /** Every minute: the safety net behind deadline messages; re-evaluates every cluster's taints. */
@@ -9,4 +8,4 @@ export async function taintResync(_timer: Timer, ctx: InvocationContext): Promis
   if (changes > 0) ctx.log(`resync of ${clusters} cluster(s) changed ${changes} taint(s)`);
 }
 
-app.timer('taintResync', { schedule: '0 * * * * *', runOnStartup: false, useMonitor: true, ...handingOff(taintResync) });
+app.timer('taintResync', { schedule: '0 * * * * *', runOnStartup: false, useMonitor: true, handler: taintResync });

@@ -15,21 +15,36 @@ export const taintManagerOutput: StorageQueueOutput = output.storageQueue({ queu
 
 const HANDED_OFF: readonly StorageQueueOutput[] = [taintManagerOutput];
 
-const outbox = new AsyncLocalStorage<Map<string, unknown[]>>();
+/** One queue's held messages in a running invocation, by content (a repeat adds nothing), and how to send one directly. */
+interface Held {
+  messages: Map<string, unknown>;
+  sendDirectly?: (message: unknown) => Promise<void>;
+}
+
+const outbox = new AsyncLocalStorage<Map<string, Held>>();
 
 /**
  * Registration options for a function whose taint-manager messages go through the output binding: spread
- * into `app.http/timer/storageQueue`. Outputs are set only when the handler returns; a failed invocation
- * writes none (its writes are retried with it, or found by the taint manager's resync).
+ * into `app.http/timer/storageQueue`. Outputs are set when the handler returns. When it throws, the host
+ * would write none, but what the messages announce is already stored (a retry would find nothing changed
+ * and send nothing): they are sent directly before the error goes on. Only for functions that finish in
+ * moments: a message waits for the end of its invocation.
  */
 export function handingOff<T, R>(handler: (trigger: T, ctx: InvocationContext) => R | Promise<R>) {
   return {
     extraOutputs: [...HANDED_OFF],
     handler: async (trigger: T, ctx: InvocationContext): Promise<R> => {
-      const boxes = new Map(HANDED_OFF.map((binding) => [String(binding.queueName), [] as unknown[]]));
-      const result = await outbox.run(boxes, async () => handler(trigger, ctx));
+      const boxes = new Map<string, Held>(HANDED_OFF.map((binding) => [String(binding.queueName), { messages: new Map() }]));
+      let result: R;
+      try {
+        result = await outbox.run(boxes, async () => handler(trigger, ctx));
+      } catch (error) {
+        const sends = [...boxes.values()].flatMap(({ messages, sendDirectly }) => (sendDirectly ? [...messages.values()].map(sendDirectly) : []));
+        await Promise.allSettled(sends);
+        throw error;
+      }
       for (const binding of HANDED_OFF) {
-        const messages = boxes.get(String(binding.queueName))!;
+        const messages = [...boxes.get(String(binding.queueName))!.messages.values()];
         if (messages.length > 0) ctx.extraOutputs.set(binding, messages);
       }
       return result;
@@ -37,10 +52,16 @@ export function handingOff<T, R>(handler: (trigger: T, ctx: InvocationContext) =
   };
 }
 
-/** Puts `message` in the running invocation's output for `queueName`; false when there is none (send it yourself). */
-export function handOff(queueName: string, message: unknown): boolean {
-  const box = outbox.getStore()?.get(queueName);
-  if (!box) return false;
-  box.push(message);
+/**
+ * Holds `message` for the running invocation's output to `queueName`; false when there is none (send it
+ * yourself). `sendDirectly` is used if the invocation fails. Messages equal but for their trace context are
+ * held once (the first trace kept).
+ */
+export function handOff(queueName: string, message: object, sendDirectly: (message: unknown) => Promise<void>): boolean {
+  const held = outbox.getStore()?.get(queueName);
+  if (!held) return false;
+  held.sendDirectly ??= sendDirectly;
+  const key = JSON.stringify(message, (name, value: unknown) => (name === 'traceparent' || name === 'tracestate' ? undefined : value));
+  if (!held.messages.has(key)) held.messages.set(key, message);
   return true;
 }

@@ -23,8 +23,11 @@ export class StorageMessageQueue<T> implements MessageQueue<T> {
       { kind: SpanKind.PRODUCER, attributes: { [ATTR.queue]: this.client.name, 'messaging.delay_seconds': delay } },
       async () => {
         const body = { ...message, ...currentTraceCarrier() };
-        if (delay === 0 && handOff(this.client.name, body)) return;
-        await this.client.sendMessage(encodeMessage(body), { visibilityTimeout: delay, messageTimeToLive: -1 });
+        const sendDirectly = async (payload: unknown, visibilityTimeout = 0) => {
+          await this.client.sendMessage(encodeMessage(payload), { visibilityTimeout, messageTimeToLive: -1 });
+        };
+        if (delay === 0 && handOff(this.client.name, body, sendDirectly)) return;
+        await sendDirectly(body, delay);
       },
     );
   }
