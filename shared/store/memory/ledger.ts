@@ -181,20 +181,26 @@ export class MemoryLedger implements EvictionLedger {
     });
   }
 
-  /** A batch fails whole on one conflict; then each row is tried alone and rows that conflict are skipped. */
+  /** As the Table adapter: a transaction refused on a conflict is tried row by row (unless it was one row), the others stand. */
   private submitOrOneByOne(actions: MemoryAction[]): void {
-    try {
-      this.table.submit(actions);
-    } catch (error) {
-      if (!isConflict(error)) throw error;
-      for (const action of actions) {
-        try {
-          this.table.submit([action]);
-        } catch (single) {
-          if (!isConflict(single)) throw single;
+    let failure: Error | undefined;
+    for (const chunk of transactionChunks((i) => (actions[i] as { entity: { partitionKey: string } }).entity.partitionKey, actions.length)) {
+      try {
+        this.table.transaction(chunk.map((i) => actions[i]));
+      } catch (error) {
+        // Any other failure answers the call once every transaction has been tried, as the adapter's does.
+        if (!isConflict(error)) failure ??= error instanceof Error ? error : new Error(String(error));
+        if (!isConflict(error) || chunk.length === 1) continue;
+        for (const i of chunk) {
+          try {
+            this.table.transaction([actions[i]]);
+          } catch (single) {
+            if (!isConflict(single)) throw single;
+          }
         }
       }
     }
+    if (failure !== undefined) throw failure;
   }
 
   updateEvictions(updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>> {
