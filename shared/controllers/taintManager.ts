@@ -259,29 +259,35 @@ export async function handleTaintManagerMessage(plane: ControlPlane, message: Ta
   return outcome;
 }
 
-const sharedPasses = new WeakMap<
-  ControlPlane,
-  { retryBlocked: SharedPass<number>; awaitingFailback: SharedPass<Array<Versioned<BindingRecord> & { id: string }>> }
->();
 /**
- * Per control plane and cluster: its planning, one pass at a time. A message and the resync that plan the same
- * cluster at once would both read no rows and both write them, and the second's transactions would all be
- * refused (every row is there); instead the later one waits, or shares a pass that began after it asked.
+ * Per control plane, the passes taint-manager work shares: the blocked-rows retry, the listing of the bindings
+ * awaiting a failback, and each cluster's planning. A message and the resync that plan the same cluster at
+ * once would both read no rows and both write them, and the second's transactions would all be refused
+ * (every row is there); through its pass the later one waits, or shares a pass that began after it asked.
  */
-const planPasses = new WeakMap<ControlPlane, Map<string, SharedPass<PlanOutcome>>>();
-function planPassOf(plane: ControlPlane, cluster: string): SharedPass<PlanOutcome> {
-  let byCluster = planPasses.get(plane);
-  if (!byCluster) planPasses.set(plane, (byCluster = new Map<string, SharedPass<PlanOutcome>>()));
-  let pass = byCluster.get(cluster);
-  if (!pass) byCluster.set(cluster, (pass = new SharedPass(() => manageCluster(plane, cluster))));
-  return pass;
+interface TaintManagerPasses {
+  retryBlocked: SharedPass<number>;
+  awaitingFailback: SharedPass<Array<Versioned<BindingRecord> & { id: string }>>;
+  plans: Map<string, SharedPass<PlanOutcome>>;
 }
+const passesByPlane = new WeakMap<ControlPlane, TaintManagerPasses>();
 
-function sharedPassesOf(plane: ControlPlane) {
-  let passes = sharedPasses.get(plane);
+function sharedPassesOf(plane: ControlPlane): TaintManagerPasses {
+  let passes = passesByPlane.get(plane);
   if (!passes) {
-    passes = { retryBlocked: new SharedPass(() => retryBlocked(plane)), awaitingFailback: new SharedPass(() => plane.bindings.listFlagged('awaitsFailback')) };
-    sharedPasses.set(plane, passes);
+    passes = {
+      retryBlocked: new SharedPass(() => retryBlocked(plane)),
+      awaitingFailback: new SharedPass(() => plane.bindings.listFlagged('awaitsFailback')),
+      plans: new Map(),
+    };
+    passesByPlane.set(plane, passes);
   }
   return passes;
+}
+
+function planPassOf(plane: ControlPlane, cluster: string): SharedPass<PlanOutcome> {
+  const { plans } = sharedPassesOf(plane);
+  let pass = plans.get(cluster);
+  if (!pass) plans.set(cluster, (pass = new SharedPass(() => manageCluster(plane, cluster))));
+  return pass;
 }
