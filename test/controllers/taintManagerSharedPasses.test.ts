@@ -51,7 +51,7 @@ describe('taint-manager messages share the cluster-independent passes', () => {
     expect(listings()).toBe(2);
   });
 
-  it('a failed pass is not shared with the messages after it', async () => {
+  it('a message whose blocked-rows pass fails fails too, and its redelivery retries the blocked row', async () => {
     const { m, failing, scans } = await fleetWithBlockedRow(2);
     m.ledger.failNext('scanEvictions', new Error('storage down'));
     await expect(handleTaintManagerMessage(m.plane, { cluster: failing[0], reason: 'taints-changed' })).rejects.toThrow('storage down');
