@@ -300,7 +300,7 @@ export async function deleteCluster(plane: ControlPlane, name: string): Promise<
   forgetReports(plane, name);
   if (deleted) {
     forgetFleet(plane, name);
-    await noteFleetChange(plane, name, { deleted: true, faulty: false });
+    await noteFleetChange(plane, name, { deleted: true, faulty: false, unhealthy: false });
     await plane.events.append([clusterEvent(name, plane.clock.now(), 'Deleted', 'cluster deleted')]);
     await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
   }

@@ -118,6 +118,11 @@ export interface FleetSummary {
   members?: string[];
   /** Names of the clusters with a NoExecute or PreferNoExecute taint (a set: adding one twice is harmless). */
   faulty: string[];
+  /**
+   * Names of the unhealthy clusters (`Ready` not True, or a faulty taint: failover/fleetHealth.ts), the
+   * count fleet health is measured by. Absent in a summary written by an older version: recounted.
+   */
+  unhealthy?: string[];
   recountedAt?: string;
   /**
    * Bumped by every change of what the fleet view holds (a cluster created or deleted, its labels, location

@@ -3,6 +3,7 @@ import { ACTIVE_STATES, bindingKey, EvictionRecord, EvictionState, parseBindingK
 import { DRAIN_REASON } from '../failover/drain';
 import { decideEviction, episodeStart, isFaultyTaint } from '../failover/evictionDecision';
 import { FAILBACK_REASON } from '../failover/failback';
+import { isUnhealthyCluster } from '../failover/fleetHealth';
 import { shardOf } from '../store/ledgerTable';
 import type { Versioned, VersionedEviction } from '../store/ports';
 import { queueNameOf } from '../telemetry/metrics';
@@ -54,7 +55,7 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
   const traceparent = recorded ?? currentTraceCarrier().traceparent;
   // The fleet summary agrees with what is planned on (idempotent: repairs a note lost to a crash between
   // the cluster's write and the summary's, within the 30 s resync rather than the minute recount).
-  if (cluster) await noteFleetChange(plane, name, { faulty: faultyTaints.length > 0 });
+  if (cluster) await noteFleetChange(plane, name, { faulty: faultyTaints.length > 0, unhealthy: isUnhealthyCluster(cluster.value) });
   if (faultyTaints.length === 0) {
     const why = cluster ? 'the cluster recovered: it has no NoExecute or PreferNoExecute taint' : 'the cluster was deleted';
     // A drain's rows are not the taint manager's: they end with an uncordon, not with a recovery. Nor are

@@ -1,6 +1,6 @@
 import type { FailoverBudgetSpec } from '../api/resources';
 import type { EvictionRecord } from '../failover/bindingModel';
-import type { FleetHealth } from '../failover/evictionDecision';
+import type { FleetHealth } from '../failover/fleetHealth';
 import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, StoredMetadata, TemplateRecord } from './records';
 
 /**
@@ -164,12 +164,13 @@ export function budgetResource(
 
 /** GET /api/fleet. */
 export function fleetView(
-  health: FleetHealth & { faultyClusters: string[] },
+  health: FleetHealth & { faulty: number; faultyClusters: string[]; unhealthyClusters: string[] },
   switches: { failoverEnabled: boolean; paused: boolean },
   waiting: { pending: number; scheduled: number },
 ) {
   return {
     total: health.total,
+    unhealthy: health.unhealthy,
     faulty: health.faulty,
     failureRatio: health.failureRatio,
     tier: health.tier,
@@ -178,6 +179,7 @@ export function fleetView(
     paused: switches.paused,
     pending: waiting.pending,
     scheduled: waiting.scheduled,
+    unhealthyClusters: health.unhealthyClusters,
     faultyClusters: health.faultyClusters,
   };
 }

@@ -18,6 +18,8 @@ export interface LedgerSnapshot {
 
 export interface FleetSnapshot {
   faulty: number;
+  /** Clusters whose Ready is not True or that hold a faulty taint: the count fleet health is measured by. */
+  unhealthy: number;
   failureRatio: number;
   rate: number;
 }
@@ -52,7 +54,12 @@ export class FailoverMetrics {
       .addCallback((result: ObservableResult) => {
         if (this.fleet) result.observe(this.fleet.faulty);
       });
-    meter.createObservableGauge('cluster_failure_rate', { description: 'Faulty clusters / all clusters' }).addCallback((result: ObservableResult) => {
+    meter
+      .createObservableGauge('cluster_unhealthy_num', { description: 'Clusters whose Ready condition is not True or that hold a faulty taint' })
+      .addCallback((result: ObservableResult) => {
+        if (this.fleet) result.observe(this.fleet.unhealthy);
+      });
+    meter.createObservableGauge('cluster_failure_rate', { description: 'Unhealthy clusters / all clusters' }).addCallback((result: ObservableResult) => {
       if (this.fleet) result.observe(this.fleet.failureRatio);
     });
     meter

@@ -79,7 +79,7 @@ describe('eviction worker outcomes', () => {
     },
     {
       name: 'left: the binding no longer runs there',
-      setup: async (m) => fleet(m, [binding('web', ['m2'], { placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } } })]),
+      setup: async (m) => void (await fleet(m, [binding('web', ['m2'], { placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } } })])),
       outcome: 'left',
       row: 'abandoned',
       placedOn: ['m2'],

@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { decodeApplyDocuments } from '../../shared/api/decode';
-import { applyObjects } from '../../shared/controllers/apply';
 import { executeEviction, repairInFlight } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
 import type { EvictionMessage } from '../../shared/controllers/ports';
@@ -8,6 +6,7 @@ import { scheduleAll } from '../../shared/controllers/scheduler';
 import { handleTaintManagerMessage, manageCluster } from '../../shared/controllers/taintManager';
 import type { EvictionRecord } from '../../shared/failover/bindingModel';
 import { binding, cluster } from '../helpers/fleet';
+import { applyTo } from '../helpers/memoryLoop';
 import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane';
 
 /**
@@ -16,7 +15,7 @@ import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane'
  * resyncs). Each asserts the invariant the README promises.
  */
 
-const apply = (m: MemoryPlane, objects: unknown[]) => applyObjects(m.plane, decodeApplyDocuments(objects));
+const apply = (m: MemoryPlane, objects: unknown[]) => applyTo(m, objects);
 const key = (name: string) => `rb:default:${name}`;
 const rows = async (m: MemoryPlane, name: string) => (await m.ledger.scanEvictions({ cluster: name })).map((r) => r.record);
 const stored = async (m: MemoryPlane, name: string) => (await m.bindings.get(key(name)))!.value;

@@ -1,18 +1,17 @@
 import { describe, expect, it, vi } from 'vitest';
-import { decodeApplyDocuments } from '../../shared/api/decode';
-import { applyObjects } from '../../shared/controllers/apply';
 import { deleteCluster } from '../../shared/controllers/clusters';
 import { currentFleetHealth, FLEET_CHANGES_KEPT, fleetClusters, forgetFleet, noteFleetChange, recountFleet } from '../../shared/controllers/state/reads';
 import { resyncAllClusters } from '../../shared/controllers/taintEvaluation';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { cluster } from '../helpers/fleet';
+import { applyTo } from '../helpers/memoryLoop';
 import { memoryPlane } from '../helpers/memoryPlane';
 
 /**
  * Fleet health from the maintained summary: kept where a cluster is created, deleted, becomes faulty or
  * recovers, checked by the minute recount, and read without listing the fleet.
  */
-const apply = (m: ReturnType<typeof memoryPlane>, objects: unknown[]) => applyObjects(m.plane, decodeApplyDocuments(objects));
+const apply = (m: ReturnType<typeof memoryPlane>, objects: unknown[]) => applyTo(m, objects);
 const summary = async (m: ReturnType<typeof memoryPlane>) => (await m.plane.fleetSummary.get('fleet'))?.value;
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 type ClusterRead = ReturnType<ReturnType<typeof memoryPlane>['plane']['clusters']['get']>;
@@ -69,12 +68,12 @@ describe('the maintained fleet summary', () => {
     await m.plane.clusters.create('c', { ...a.value, name: 'c' });
     await recountFleet(m.plane);
     expect(await summary(m)).toMatchObject({ total: 3, members: ['a', 'b', 'c'] });
-    await noteFleetChange(m.plane, 'c', { created: true, faulty: false });
-    await noteFleetChange(m.plane, 'c', { created: true, faulty: false });
+    await noteFleetChange(m.plane, 'c', { created: true, faulty: false, unhealthy: false });
+    await noteFleetChange(m.plane, 'c', { created: true, faulty: false, unhealthy: false });
     expect(await summary(m)).toMatchObject({ total: 3, members: ['a', 'b', 'c'] });
     expect((await currentFleetHealth(m.plane, 0)).total).toBe(3);
     await deleteCluster(m.plane, 'c');
-    await noteFleetChange(m.plane, 'c', { deleted: true, faulty: false });
+    await noteFleetChange(m.plane, 'c', { deleted: true, faulty: false, unhealthy: false });
     expect(await summary(m)).toMatchObject({ total: 2, members: ['a', 'b'] });
   });
 
@@ -85,7 +84,7 @@ describe('the maintained fleet summary', () => {
     await m.plane.fleetSummary.delete('fleet');
     const listing = (await m.plane.clusters.list()).filter((entry) => entry.id !== 'b');
     vi.spyOn(m.plane.clusters, 'list').mockResolvedValueOnce(listing);
-    await noteFleetChange(m.plane, 'b', { created: true, faulty: false });
+    await noteFleetChange(m.plane, 'b', { created: true, faulty: false, unhealthy: false });
     expect(await summary(m)).toMatchObject({ total: 2, members: ['a', 'b'] });
   });
 

@@ -7,6 +7,7 @@ import { runPacer } from '../../shared/controllers/pacer';
 import { scheduleAll } from '../../shared/controllers/scheduler';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { cluster } from '../helpers/fleet';
+import { applyTo } from '../helpers/memoryLoop';
 import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane';
 import {
   SEED_000_CLUSTER,
@@ -95,7 +96,10 @@ describe("seed 001's failover examples, end to end on the controllers", () => {
 
   async function fleet(yaml: string) {
     const m = memoryPlane({ RESOURCE_EVICTION_RATE: '10', UNHEALTHY_CLUSTER_THRESHOLD: '0.9' });
-    await applyObjects(m.plane, decodeApplyDocuments(['member1', 'member2', 'member3', 'member4', 'member5'].map((n) => cluster(n))));
+    await applyTo(
+      m,
+      ['member1', 'member2', 'member3', 'member4', 'member5'].map((n) => cluster(n)),
+    );
     expect((await applyYaml(m, yaml)).results).toHaveLength(2);
     await scheduleAll(m.plane);
     return m;

@@ -1,13 +1,12 @@
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { afterEach, describe, expect, it } from 'vitest';
-import { decodeApplyDocuments } from '../../shared/api/decode';
-import { applyObjects } from '../../shared/controllers/apply';
 import { reportClusterStatus } from '../../shared/controllers/clusters';
 import { evaluateCluster, resyncAllClusters } from '../../shared/controllers/taintEvaluation';
 import { acknowledgeTaintPolicy, getTaintPolicy, refreshPolicyStatuses } from '../../shared/controllers/taintPolicies';
 import { FailoverMetrics } from '../../shared/telemetry/metrics';
 import { binding, cluster } from '../helpers/fleet';
 import { loopSecond, LoopState } from '../helpers/memoryLoop';
+import { applyTo } from '../helpers/memoryLoop';
 import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 
 /**
@@ -47,7 +46,7 @@ const policy = (mode?: string, name = 'not-ready') => ({
   },
 });
 
-const apply = (m: MemoryPlane, objects: unknown[]) => applyObjects(m.plane, decodeApplyDocuments(objects));
+const apply = (m: MemoryPlane, objects: unknown[]) => applyTo(m, objects);
 const report = (m: MemoryPlane, name: string, status: 'True' | 'False') => reportClusterStatus(m.plane, name, { conditions: [{ type: 'Ready', status }] });
 const taints = async (m: MemoryPlane, name: string) => (await m.clusters.get(name))!.value.taints.map((t) => `${t.key}:${t.effect}`);
 const policyEvents = async (m: MemoryPlane, reason: string, name = 'not-ready') =>

@@ -5,6 +5,7 @@ import { executeEviction, SLOW_READ_MS } from '../../shared/controllers/eviction
 import { runPacer, setPaused } from '../../shared/controllers/pacer';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
+import { applyTo } from '../helpers/memoryLoop';
 import { memoryPlane, takeEvictions } from '../helpers/memoryPlane';
 
 /**
@@ -15,7 +16,7 @@ const sleepReal = (ms: number) => new Promise((resolve) => setTimeout(resolve, m
 
 async function oneScheduledEviction() {
   const m = memoryPlane({ FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: '10' });
-  await applyObjects(m.plane, decodeApplyDocuments([cluster('c1'), cluster('c2'), cluster('c3'), binding('web', ['c1'])]));
+  await applyTo(m, [cluster('c1'), cluster('c2'), cluster('c3'), binding('web', ['c1'])]);
   await applyObjects(m.plane, decodeApplyDocuments([cluster('c1', true)]));
   expect((await manageCluster(m.plane, 'c1')).planned).toBe(1);
   await runPacer(m.plane);

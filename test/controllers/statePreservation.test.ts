@@ -1,12 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { decodeApplyDocuments } from '../../shared/api/decode';
 import { bindingStatusReportSchema } from '../../shared/api/resources';
-import { applyObjects } from '../../shared/controllers/apply';
 import { reportBindingStatus } from '../../shared/controllers/bindingStatus';
 import { executeEviction } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
+import { applyTo } from '../helpers/memoryLoop';
 import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane';
 
 /**
@@ -15,7 +14,7 @@ import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane'
  * (failover.application) takes the cluster out, and the graceful-eviction task carries what the rules found.
  */
 
-const fleet = (m: MemoryPlane, objects: unknown[]) => applyObjects(m.plane, decodeApplyDocuments(objects));
+const fleet = (m: MemoryPlane, objects: unknown[]) => applyTo(m, objects);
 const stored = async (m: MemoryPlane, name: string) => (await m.bindings.get(`rb:default:${name}`))!.value;
 const eventsOf = async (m: MemoryPlane, name: string, reason: string) =>
   (await m.events.all()).filter((e) => e.name === `default/${name}` && e.reason === reason);

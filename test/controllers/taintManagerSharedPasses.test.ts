@@ -1,8 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
-import { decodeApplyDocuments } from '../../shared/api/decode';
-import { applyObjects } from '../../shared/controllers/apply';
 import { handleTaintManagerMessage, manageCluster, resyncTaintManager } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
+import { applyTo } from '../helpers/memoryLoop';
 import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 
 /**
@@ -11,7 +10,7 @@ import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
  * failback. Each message still gets a pass that started after its change was stored.
  */
 
-const apply = (m: MemoryPlane, objects: unknown[]) => applyObjects(m.plane, decodeApplyDocuments(objects));
+const apply = (m: MemoryPlane, objects: unknown[]) => applyTo(m, objects);
 
 /** `count` failing clusters with a binding each, and one blocked row on `z` (a binding with nowhere to go). */
 async function fleetWithBlockedRow(count: number) {

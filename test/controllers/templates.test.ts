@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { decodeApplyDocuments } from '../../shared/api/decode';
-import { applyObjects } from '../../shared/controllers/apply';
 import { executeEviction } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
 import { deletePropagationPolicy } from '../../shared/controllers/propagationPolicies';
@@ -8,6 +6,7 @@ import { scheduleBinding } from '../../shared/controllers/scheduler';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { deleteTemplate, listTemplates } from '../../shared/controllers/templates';
 import { cluster } from '../helpers/fleet';
+import { applyTo } from '../helpers/memoryLoop';
 import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane';
 
 const deployment = (name: string, replicas: number, labels: Record<string, string> = {}, namespace?: string) => ({
@@ -26,7 +25,7 @@ const policy = (name: string, selectors: unknown[], extra: Record<string, unknow
   metadata: { name, ...(kind === 'PropagationPolicy' ? { namespace: 'default' } : {}) },
   spec: { resourceSelectors: selectors, placement: { clusterAffinity: { clusterNames: ['m1', 'm2', 'm3'] } }, ...extra },
 });
-const apply = (m: MemoryPlane, objects: unknown[]) => applyObjects(m.plane, decodeApplyDocuments(objects));
+const apply = (m: MemoryPlane, objects: unknown[]) => applyTo(m, objects);
 const stored = async (m: MemoryPlane, key: string) => (await m.bindings.get(key))?.value;
 
 describe('resource templates and the detector', () => {

@@ -1,15 +1,25 @@
 import { decodeApplyDocuments } from '../../shared/api/decode';
+import type { StatusReport } from '../../shared/api/resources';
 import { applyObjects } from '../../shared/controllers/apply';
+import { reportClusterStatus } from '../../shared/controllers/clusters';
 import { executeEviction, WorkerOutcome } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
 import type { EvictionMessage, TaintEvaluationMessage } from '../../shared/controllers/ports';
 import { evaluateCluster } from '../../shared/controllers/taintEvaluation';
 import { handleTaintManagerMessage } from '../../shared/controllers/taintManager';
+import { createdClusterReports } from './fleet';
 import { MemoryPlane, takeEvictions } from './memoryPlane';
 
-/** Applies objects as POST /api/apply does. */
-export async function applyTo(m: MemoryPlane, objects: unknown[]): Promise<void> {
-  await applyObjects(m.plane, decodeApplyDocuments(objects));
+/**
+ * Applies objects as POST /api/apply does; a created Cluster fixture's agent then reports the conditions
+ * it carries (test/helpers/fleet.ts). Answers what the apply answered.
+ */
+export async function applyTo(m: MemoryPlane, objects: unknown[]): Promise<Array<{ kind: string; name: string; action: string }>> {
+  const results = await applyObjects(m.plane, decodeApplyDocuments(objects));
+  for (const { name, conditions } of createdClusterReports(objects, results)) {
+    await reportClusterStatus(m.plane, name, { conditions: conditions as StatusReport['conditions'] });
+  }
+  return results;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { episodeStart, isFaultyTaint } from '../../failover/evictionDecision';
 import { nextHealthySince } from '../../failover/failback';
+import { isUnhealthyCluster } from '../../failover/fleetHealth';
 import type { TaintChange } from '../../failover/taintPolicy';
 import { keep, mutate, Mutation, write } from '../../store/optimistic';
 import type { EventRecord, Versioned } from '../../store/ports';
@@ -53,6 +54,8 @@ export async function updateCluster<R>(
   let fleetChanged = false;
   let created = false;
   let faultyNow = false;
+  let unhealthyChanged = false;
+  let unhealthyNow = false;
   let policyEffects: PolicyEffects | undefined;
   const outcome = await mutate<ClusterRecord, Written<R>>(
     plane.clusters,
@@ -83,6 +86,8 @@ export async function updateCluster<R>(
       }
       faultyChanged = faultyIds(current?.value.taints ?? []) !== faultyIds(next.taints);
       faultyNow = next.taints.some(isFaultyTaint);
+      unhealthyNow = isUnhealthyCluster(next);
+      unhealthyChanged = !current || isUnhealthyCluster(current.value) !== unhealthyNow;
       if (faultyChanged) {
         const { traceparent } = currentTraceCarrier();
         if (faultyNow && traceparent) {
@@ -118,10 +123,10 @@ export async function updateCluster<R>(
   if (events.length > 0) await plane.events.append(events);
   // The guard's places follow the policies' holds; shadow policies' findings are recorded.
   if (policyEffects) await recordPolicyEffects(plane, policyEffects, plane.clock.now());
-  // The maintained fleet summary: a new cluster, one that became faulty or recovered, or a change the fleet
-  // views hold (every process's next placement lists the fleet again).
-  if (outcome.etag !== undefined && (created || faultyChanged || fleetChanged))
-    await noteFleetChange(plane, name, { created, faulty: faultyNow, viewChanged: fleetChanged });
+  // The maintained fleet summary: a new cluster, one that became faulty, unhealthy or recovered, or a change
+  // the fleet views hold (every process's next placement lists the fleet again).
+  if (outcome.etag !== undefined && (created || faultyChanged || unhealthyChanged || fleetChanged))
+    await noteFleetChange(plane, name, { created, faulty: faultyNow, unhealthy: unhealthyNow, viewChanged: fleetChanged });
   if (changes.length > 0) annotate({ [ATTR.cluster]: name, [ATTR.taint]: changes.map((c) => `${c.action} ${c.taint.key}:${c.taint.effect}`).join(', ') });
   for (const c of changes) {
     plane.log.info(`taint ${c.action}`, {

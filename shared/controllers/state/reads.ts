@@ -1,4 +1,5 @@
-import { FleetHealth, fleetHealth, isFaultyTaint } from '../../failover/evictionDecision';
+import { isFaultyTaint } from '../../failover/evictionDecision';
+import { FleetHealth, fleetHealth, isUnhealthyCluster } from '../../failover/fleetHealth';
 import type { CandidateCluster } from '../../failover/precheck';
 import type { PropagationCandidate } from '../../failover/propagation';
 import { keep, mutate, write } from '../../store/optimistic';
@@ -20,6 +21,8 @@ const SECOND = 1000;
 interface FleetView {
   version: number;
   clusters: CandidateCluster[];
+  /** Karmada mode: the unhealthy clusters of the same listing (standalone: the summary keeps them). */
+  unhealthy?: string[];
 }
 const fleetCache = new RecentCache<FleetView>(SECOND);
 /**
@@ -41,14 +44,7 @@ const writtenHere = new WeakMap<object, Set<string>>();
  * Clusters, not us): listed again after `maxAgeMs`.
  */
 export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Promise<CandidateCluster[]> {
-  if (plane.karmada) {
-    const view = await fleetCache.get(
-      plane,
-      async () => ({ version: 0, clusters: (await plane.clusters.list()).map(({ value }) => clusterCandidate(value)) }),
-      { maxAgeMs },
-    );
-    return view.clusters;
-  }
+  if (plane.karmada) return (await karmadaFleetView(plane, maxAgeMs)).clusters;
   const summary = await fleetCounts(plane, maxAgeMs);
   const version = summary.viewVersion ?? 0;
   const cached = fleetCache.peek(plane, '', FLEET_VIEW_MAX_AGE_MS);
@@ -75,6 +71,21 @@ export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Pro
   } finally {
     if (refreshes.get(plane) === entry) refreshes.delete(plane);
   }
+}
+
+function karmadaFleetView(plane: ControlPlane, maxAgeMs: number): Promise<FleetView> {
+  return fleetCache.get(
+    plane,
+    async () => {
+      const listed = await plane.clusters.list();
+      return {
+        version: 0,
+        clusters: listed.map(({ value }) => clusterCandidate(value)),
+        unhealthy: listed.filter(({ value }) => isUnhealthyCluster(value)).map(({ value }) => value.name),
+      };
+    },
+    { maxAgeMs },
+  );
 }
 
 const refreshes = new WeakMap<object, { version: number; done: Promise<CandidateCluster[]> }>();
@@ -157,14 +168,14 @@ const SUMMARY = 'fleet';
  */
 export async function fleetCounts(plane: ControlPlane, maxAgeMs = SECOND): Promise<FleetSummary> {
   if (plane.karmada) {
-    const clusters = await fleetClusters(plane, maxAgeMs);
-    return { total: clusters.length, faulty: clusters.filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name) };
+    const { clusters, unhealthy } = await karmadaFleetView(plane, maxAgeMs);
+    return { total: clusters.length, faulty: clusters.filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name), unhealthy: unhealthy ?? [] };
   }
   return summaryCache.get(
     plane,
     async () => {
       const stored = await plane.fleetSummary.get(SUMMARY);
-      return stored ? stored.value : await recountFleet(plane);
+      return stored?.value.unhealthy ? stored.value : await recountFleet(plane);
     },
     { maxAgeMs },
   );
@@ -199,15 +210,26 @@ export async function beginFleetRecount(plane: ControlPlane): Promise<(clusters:
         .filter(({ value }) => value.taints.some(isFaultyTaint))
         .map(({ value }) => value.name)
         .sort(),
+      unhealthy: clusters
+        .filter(({ value }) => isUnhealthyCluster(value))
+        .map(({ value }) => value.name)
+        .sort(),
       recountedAt: plane.clock.now().toISOString(),
     };
     try {
       if (!stored) await plane.fleetSummary.create(SUMMARY, counted);
-      else if (!sameNames(stored.value.members ?? [], members) || !sameNames(stored.value.faulty, counted.faulty)) {
-        plane.log.warn('fleet summary corrected by the recount', {
-          stored: { total: stored.value.total, faulty: stored.value.faulty.length },
-          counted: { total: counted.total, faulty: counted.faulty.length },
-        });
+      else if (
+        !sameNames(stored.value.members ?? [], members) ||
+        !sameNames(stored.value.faulty, counted.faulty) ||
+        !sameNames(stored.value.unhealthy ?? [], counted.unhealthy ?? [])
+      ) {
+        // A summary of an older version (no unhealthy set) is completed silently; anything else was not noted.
+        if (stored.value.unhealthy) {
+          plane.log.warn('fleet summary corrected by the recount', {
+            stored: { total: stored.value.total, faulty: stored.value.faulty.length, unhealthy: stored.value.unhealthy.length },
+            counted: { total: counted.total, faulty: counted.faulty.length, unhealthy: counted.unhealthy?.length },
+          });
+        }
         // Something was not noted (a stopped process): the fleet views are listed again too.
         counted.viewVersion = (counted.viewVersion ?? 0) + 1;
         await plane.fleetSummary.replace(SUMMARY, counted, stored.etag);
@@ -221,47 +243,84 @@ export async function beginFleetRecount(plane: ControlPlane): Promise<(clusters:
   };
 }
 
+/** One cluster's change, as the fleet summary notes it. */
+export interface FleetChange {
+  created?: boolean;
+  deleted?: boolean;
+  /** Holds a NoExecute/PreferNoExecute taint now. */
+  faulty: boolean;
+  /** Counts as unhealthy now (failover/fleetHealth.ts). */
+  unhealthy: boolean;
+  /** What the fleet view holds of the cluster changed (labels, location, taints). */
+  viewChanged?: boolean;
+}
+
+interface PendingNote {
+  name: string;
+  change: FleetChange;
+  done: { resolve: () => void; reject: (error: unknown) => void };
+}
+/** Per plane: the notes waiting for this process's next summary write, and whether one is running. */
+const noteQueues = new WeakMap<object, { waiting: PendingNote[]; running: boolean }>();
+
 /**
- * Keeps the summary in step with one cluster's change: created or deleted (the member set), faulty or not
- * (the faulty set). Idempotent: both are sets, so a note that races a recount's listing counts a cluster
- * once. A note lost to a crash between the cluster's write and this one is corrected by the minute recount.
+ * Keeps the summary in step with one cluster's change: created or deleted (the member set), faulty or not,
+ * unhealthy or not. Resolves once the change is stored, so a caller that acknowledges a write after this
+ * has the summary exact. The notes of a burst (a thousand clusters registering at once) are written
+ * together: one summary write carries every note that arrived while the one before it ran, so the hot
+ * document sees one writer per process instead of one per request. Idempotent: the sets make a note that
+ * races a recount's listing count a cluster once. A note lost to a crash between the cluster's write and
+ * this one is corrected by the minute recount.
  */
-export async function noteFleetChange(
-  plane: ControlPlane,
-  name: string,
-  /** `viewChanged`: what the fleet view holds of the cluster changed (labels, location, taints). */
-  change: { created?: boolean; deleted?: boolean; faulty: boolean; viewChanged?: boolean },
-): Promise<void> {
-  if (plane.karmada) return;
+export function noteFleetChange(plane: ControlPlane, name: string, change: FleetChange): Promise<void> {
+  if (plane.karmada) return Promise.resolve();
+  let queue = noteQueues.get(plane);
+  if (!queue) noteQueues.set(plane, (queue = { waiting: [], running: false }));
+  const noted = new Promise<void>((resolve, reject) => queue.waiting.push({ name, change, done: { resolve, reject } }));
+  if (!queue.running) {
+    queue.running = true;
+    void writeNotes(plane, queue);
+  }
+  return noted;
+}
+
+async function writeNotes(plane: ControlPlane, queue: { waiting: PendingNote[]; running: boolean }): Promise<void> {
+  while (queue.waiting.length > 0) {
+    const notes = queue.waiting.splice(0);
+    try {
+      await applyNotes(plane, notes);
+      for (const note of notes) note.done.resolve();
+    } catch (error) {
+      for (const note of notes) note.done.reject(error);
+    }
+  }
+  queue.running = false;
+}
+
+async function applyNotes(plane: ControlPlane, notes: PendingNote[]): Promise<void> {
   let stored = await plane.fleetSummary.get(SUMMARY);
-  if (!stored?.value.members) {
-    // First use: counted from a listing. A listing made before this cluster's write (another writer's
-    // recount won the create) may miss it, so the note is applied to whatever summary now stands.
+  if (!stored?.value.members || !stored.value.unhealthy) {
+    // First use: counted from a listing. A listing made before these clusters' writes (another writer's
+    // recount won the create) may miss them, so the notes are applied to whatever summary now stands.
     await recountFleet(plane);
     stored = await plane.fleetSummary.get(SUMMARY);
-    if (!stored?.value.members) return;
+    if (!stored?.value.members || !stored.value.unhealthy) return;
   }
   const outcome = await mutate<FleetSummary, FleetSummary | undefined>(
     plane.fleetSummary,
     SUMMARY,
     (current) => {
-      if (!current?.value.members) return keep(undefined);
-      const members = new Set(current.value.members);
-      if (change.created) members.add(name);
-      if (change.deleted) members.delete(name);
-      const faulty = new Set(current.value.faulty);
-      if (change.faulty && !change.deleted) faulty.add(name);
-      else faulty.delete(name);
-      const names = [...members].sort();
-      const summary: FleetSummary = { ...current.value, members: names, total: names.length, faulty: [...faulty].sort() };
-      const membersChanged = summary.total !== current.value.total || !sameNames(current.value.members, names);
-      const faultyChanged = !sameNames(current.value.faulty, summary.faulty);
-      if (membersChanged || change.viewChanged) {
-        summary.viewVersion = (summary.viewVersion ?? 0) + 1;
-        // Named with its version, so a process's view catches up by reading this cluster alone.
-        summary.viewChanges = [...(current.value.viewChanges ?? []), { version: summary.viewVersion, name }].slice(-FLEET_CHANGES_KEPT);
+      if (!current?.value.members || !current.value.unhealthy) return keep(undefined);
+      let summary: FleetSummary = current.value;
+      let changed = false;
+      for (const { name, change } of notes) {
+        const next = noteOne(summary, name, change);
+        if (next) {
+          summary = next;
+          changed = true;
+        }
       }
-      return membersChanged || faultyChanged || change.viewChanged ? write(summary, summary) : keep(summary);
+      return changed ? write(summary, summary) : keep(summary);
     },
     stored,
   );
@@ -270,16 +329,46 @@ export async function noteFleetChange(
   else await recountFleet(plane);
 }
 
+/** The summary after one cluster's change; undefined when it changes nothing. */
+function noteOne(current: FleetSummary, name: string, change: FleetChange): FleetSummary | undefined {
+  const members = new Set(current.members);
+  if (change.created) members.add(name);
+  if (change.deleted) members.delete(name);
+  const faulty = new Set(current.faulty);
+  const unhealthy = new Set(current.unhealthy);
+  if (change.faulty && !change.deleted) faulty.add(name);
+  else faulty.delete(name);
+  if (change.unhealthy && !change.deleted) unhealthy.add(name);
+  else unhealthy.delete(name);
+  const names = [...members].sort();
+  const summary: FleetSummary = { ...current, members: names, total: names.length, faulty: [...faulty].sort(), unhealthy: [...unhealthy].sort() };
+  const membersChanged = summary.total !== current.total || !sameNames(current.members ?? [], names);
+  const countsChanged = !sameNames(current.faulty, summary.faulty) || !sameNames(current.unhealthy ?? [], summary.unhealthy ?? []);
+  if (membersChanged || change.viewChanged) {
+    summary.viewVersion = (summary.viewVersion ?? 0) + 1;
+    // Named with its version, so a process's view catches up by reading this cluster alone.
+    summary.viewChanges = [...(current.viewChanges ?? []), { version: summary.viewVersion, name }].slice(-FLEET_CHANGES_KEPT);
+  }
+  return membersChanged || countsChanged || change.viewChanged ? summary : undefined;
+}
+
 /** Two lists of cluster names hold the same names (in any order). */
 const sameNames = (a: readonly string[], b: readonly string[]): boolean =>
   a.length === b.length && JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
 
-/** Fleet health (design decision 6) from the maintained counts, with the faulty clusters' names; updates the gauges. */
-export async function currentFleetHealth(plane: ControlPlane, maxAgeMs?: number): Promise<FleetHealth & { faultyClusters: string[] }> {
-  const { total, faulty: faultyClusters } = await fleetCounts(plane, maxAgeMs);
-  const health = fleetHealth(total, faultyClusters.length, plane.config.rates);
-  plane.metrics.setFleet({ faulty: health.faulty, failureRatio: health.failureRatio, rate: health.rate });
-  return { ...health, faultyClusters };
+/**
+ * Fleet health (design decision 6) from the maintained counts, with the names of the unhealthy clusters and
+ * of those holding a faulty taint; updates the gauges. The one assessment the pacer, the API, what-if,
+ * metrics, console and CLI show.
+ */
+export async function currentFleetHealth(
+  plane: ControlPlane,
+  maxAgeMs?: number,
+): Promise<FleetHealth & { faulty: number; faultyClusters: string[]; unhealthyClusters: string[] }> {
+  const { total, faulty: faultyClusters, unhealthy: unhealthyClusters = [] } = await fleetCounts(plane, maxAgeMs);
+  const health = fleetHealth(total, unhealthyClusters.length, plane.config.rates);
+  plane.metrics.setFleet({ faulty: faultyClusters.length, unhealthy: health.unhealthy, failureRatio: health.failureRatio, rate: health.rate });
+  return { ...health, faulty: faultyClusters.length, faultyClusters, unhealthyClusters };
 }
 
 const taintPolicyCache = new RecentCache<PolicyRecord[]>(SECOND);
