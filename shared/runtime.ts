@@ -51,7 +51,7 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
   const karmadaTable = storage.table(TABLES.karmada);
   const karmada: KarmadaPorts | undefined = config.karmadaKubeconfig
     ? {
-        api: overrides.karmada?.api ?? lazyKubeApi(config.karmadaKubeconfig),
+        api: overrides.karmada?.api ?? lazyKubeApi(config.karmadaKubeconfig, log),
         cursors: new TableDocumentStore<SyncCursor>(karmadaTable, 'cursor'),
         connection: new TableDocumentStore<KarmadaConnection>(karmadaTable, 'connection'),
         placements: new TableDocumentStore<IndexedPlacement>(karmadaTable, 'placement', undefined, DOCUMENT_BUCKETS),

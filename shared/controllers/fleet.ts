@@ -1,9 +1,7 @@
-import { ApiError } from '../api/errors';
 import type { EvictionState } from '../failover/bindingModel';
 import { bypassesGate, isCordonTaint } from '../failover/drain';
 import { isFaultyTaint } from '../failover/evictionDecision';
 import { forecastSlots } from '../failover/slotForecast';
-import { KubeApiError } from '../kube/api';
 import { applicationFailoverResync } from './applicationFailover';
 import { karmadaConnection } from './karmadaSync';
 import { MIN_SLOT_LEAD_MS, setPaused } from './pacer';
@@ -25,22 +23,17 @@ export async function serviceHealth(
 /** GET /api/fleet: fleet health, the eviction tier and rate, the switches, and the ledger's waiting rows. */
 export async function fleetStatus(plane: ControlPlane): Promise<ReturnType<typeof fleetView> & Awaited<ReturnType<typeof serviceHealth>>> {
   const service = await serviceHealth(plane);
-  try {
-    const [health, { state }, waiting] = await Promise.all([
-      currentFleetHealth(plane, 0),
-      plane.ledger.getPacerState(),
-      plane.ledger.scanEvictions({ states: ['pending', 'scheduled'] }),
-    ]);
-    const pending = waiting.filter((row) => row.record.state === 'pending').length;
-    return {
-      ...fleetView(health, { failoverEnabled: plane.config.failoverEnabled, paused: state.paused }, { pending, scheduled: waiting.length - pending }),
-      ...service,
-    };
-  } catch (error) {
-    // The fleet is read from Karmada: when that fails, say so instead of failing the request.
-    if (!(error instanceof KubeApiError)) throw error;
-    throw new ApiError(503, `degraded: ${error.message}`);
-  }
+  // Karmada's API server failing answers 503 with its reason (shared/http/respond.ts), as every read route does.
+  const [health, { state }, waiting] = await Promise.all([
+    currentFleetHealth(plane, 0),
+    plane.ledger.getPacerState(),
+    plane.ledger.scanEvictions({ states: ['pending', 'scheduled'] }),
+  ]);
+  const pending = waiting.filter((row) => row.record.state === 'pending').length;
+  return {
+    ...fleetView(health, { failoverEnabled: plane.config.failoverEnabled, paused: state.paused }, { pending, scheduled: waiting.length - pending }),
+    ...service,
+  };
 }
 
 /** GET /api/evictions: the ledger, by due time then cluster. */

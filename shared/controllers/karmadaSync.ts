@@ -3,8 +3,9 @@ import { mapConcurrent } from '../concurrency';
 import type { BindingKind } from '../failover/bindingModel';
 import { isFaultyTaint } from '../failover/evictionDecision';
 import type { Condition } from '../failover/model';
-import { isConflict, isGone, KARMADA, KubeApiError, KubeObject, KubeResource, WatchEvent } from '../kube/api';
+import { conditionOfExplanation, isConflict, isGone, KARMADA, KubeApiError, KubeObject, KubeResource, WatchEvent } from '../kube/api';
 import { ConcurrencyError, Versioned } from '../store/ports';
+import { errorFields, StateChanges } from '../telemetry/log';
 import { reportWorkloadStatus } from './applicationFailover';
 import { sweepBinding } from './gracefulEviction';
 import type { ControlPlane, IndexedPlacement, KarmadaConnection, KarmadaPorts, SyncCursor } from './ports';
@@ -117,12 +118,16 @@ const conditionTuples = (conditions: readonly Condition[]) =>
     [...conditions].sort((a, b) => a.type.localeCompare(b.type)).map((c) => [c.type, c.status, c.reason ?? '', c.message ?? '', c.lastTransitionTime]),
   );
 
+/** Per process: why each policy's status could not be written last, so a refusal repeated every round is logged once. */
+const statusRefusals = new WeakMap<object, StateChanges>();
+
 /**
  * Policy status in Karmada mode: each ClusterTaintPolicy's conditions (`statuses`, by name) written to its
  * status subresource when they differ from what it has, with its resourceVersion (a lost race waits for
  * the next round). `kubectl wait --for=condition=EvictionInProgress=false clustertaintpolicy/<name>` reads
- * them. A refusal (no RBAC for clustertaintpolicies/status, a CRD without the subresource) is logged, not
- * fatal: the API's own view of the status stays right.
+ * them. A refusal (no RBAC for clustertaintpolicies/status, a CRD without the subresource) is logged when
+ * it begins or changes, not fatal: the API's own view of the status stays right. An RBAC refusal or an
+ * outage is reported by the API's access tracking (and makes the app degraded).
  */
 export async function publishPolicyStatuses(
   plane: ControlPlane,
@@ -132,6 +137,8 @@ export async function publishPolicyStatuses(
   const karmada = plane.karmada;
   if (!karmada || statuses.size === 0) return 0;
   let written = 0;
+  const refusals = statusRefusals.get(plane) ?? new StateChanges();
+  statusRefusals.set(plane, refusals);
   for (const object of items) {
     const conditions = statuses.get(object.metadata.name);
     const current = (object.status as { conditions?: Condition[] } | undefined)?.conditions ?? [];
@@ -146,10 +153,16 @@ export async function publishPolicyStatuses(
         'status',
       );
       written++;
+      if (refusals.cleared(object.metadata.name)) plane.log.info('ClusterTaintPolicy status written to Karmada again', { policy: object.metadata.name });
     } catch (error) {
       if (isConflict(error)) continue;
       if (!(error instanceof KubeApiError)) throw error;
-      plane.log.warn('ClusterTaintPolicy status not written to Karmada', { policy: object.metadata.name, reason: error.message });
+      if (refusals.changed(object.metadata.name, `${error.status} ${error.reason}`)) {
+        plane.log.warn('ClusterTaintPolicy status not written to Karmada (said again when the answer changes)', {
+          policy: object.metadata.name,
+          ...errorFields(error),
+        });
+      }
     }
   }
   return written;
@@ -287,9 +300,9 @@ export async function syncKarmada(plane: ControlPlane, budgetSeconds: number, si
   let degraded: string | undefined;
   const failed = async (error: unknown) => {
     if (!(error instanceof KubeApiError)) throw error;
-    degraded ??= error.message;
+    degraded ??= error.explanation;
     // Said at once, not at the end of the watch budget: /api/healthz reports it within a request.
-    await recordConnection(plane, karmada, error.message);
+    await recordConnection(plane, karmada, error);
   };
   try {
     // One small request first: the API server is usable (reachable, and it lets us list) or it is not.
@@ -373,23 +386,50 @@ async function syncKind(plane: ControlPlane, karmada: KarmadaPorts, kind: Synced
 
 const CONNECTION = 'karmada';
 
-async function recordConnection(plane: ControlPlane, karmada: KarmadaPorts, degraded: string | undefined): Promise<void> {
+/**
+ * The connection row: the sync's view of the API server, shared by every instance. A failure that is a
+ * lasting condition (unreachable, forbidden) is logged by the API's access tracking when it begins; other
+ * failures of the sync (a missing CRD, a 500) are logged here, when the row changes.
+ */
+async function recordConnection(plane: ControlPlane, karmada: KarmadaPorts, failure: KubeApiError | undefined): Promise<void> {
   const now = plane.clock.now().toISOString();
   const current = await karmada.connection.get(CONNECTION);
-  const state: KarmadaConnection['state'] = degraded ? 'degraded' : 'ok';
-  if (current && current.value.state === state && current.value.reason === degraded) return;
-  const value: KarmadaConnection = { state, ...(degraded ? { reason: degraded } : {}), since: now, checkedAt: now };
+  const state: KarmadaConnection['state'] = failure ? 'degraded' : 'ok';
+  const reason = failure?.explanation;
+  if (current && current.value.state === state && current.value.reason === reason) return;
+  const value: KarmadaConnection = { state, ...(reason ? { reason } : {}), since: now, checkedAt: now };
   try {
     if (current) await karmada.connection.replace(CONNECTION, value, current.etag);
     else await karmada.connection.create(CONNECTION, value);
   } catch (error) {
     if (!(error instanceof ConcurrencyError)) throw error;
   }
-  if (degraded) plane.log.error('Karmada API server unusable: failing safe (no taint removed, no eviction)', { reason: degraded });
-  else if (current) plane.log.info('Karmada API server usable again');
+  if (failure && !failure.condition) plane.log.error('Karmada sync failed: failing safe (no taint removed, no eviction)', { reason });
+  else if (!failure && current?.value.state === 'degraded') plane.log.info('Karmada sync running again');
 }
 
-/** The connection as the last sync saw it (undefined in standalone mode or before the first sync). */
+/**
+ * The connection as /api/healthz and /api/fleet report it (undefined in standalone mode, or before the
+ * first sync when nothing has failed yet): the sync's row, and what this process's own requests found
+ * (a write the API server forbids is seen only by the writer). A condition in the row that this process
+ * has since seen end is out of date.
+ */
 export async function karmadaConnection(plane: ControlPlane): Promise<KarmadaConnection | undefined> {
-  return plane.karmada ? (await plane.karmada.connection.get(CONNECTION))?.value : undefined;
+  if (!plane.karmada) return undefined;
+  const stored = (await plane.karmada.connection.get(CONNECTION))?.value;
+  const access = plane.karmada.api.access;
+  const problems = access?.problems() ?? [];
+  const storedReason = stored?.state === 'degraded' ? stored.reason : undefined;
+  const storedCondition = storedReason && conditionOfExplanation(storedReason);
+  const storedStands =
+    storedReason !== undefined &&
+    !(storedCondition && problems.some((p) => p.condition === storedCondition)) &&
+    !(storedCondition && access?.endedAfter(storedCondition, Date.parse(stored!.checkedAt)));
+  const reasons = [...problems.map((p) => p.reason), ...(storedStands ? [storedReason] : [])];
+  if (reasons.length === 0) {
+    if (!stored) return undefined;
+    return stored.state === 'ok' ? stored : { state: 'ok', since: stored.checkedAt, checkedAt: stored.checkedAt };
+  }
+  const since = [...problems.map((p) => p.since), ...(storedStands ? [stored!.since] : [])].sort()[0];
+  return { state: 'degraded', reason: reasons.join('; '), since, checkedAt: plane.clock.now().toISOString() };
 }

@@ -2,6 +2,7 @@ import type { HttpRequest, HttpResponseInit, InvocationContext } from '@azure/fu
 import { bodyFormat, parseDocuments, readBodyText } from '../api/decode';
 import { ApiError } from '../api/errors';
 import { ConfigError } from '../config';
+import { KubeApiError } from '../kube/api';
 import { errorFields } from '../telemetry/log';
 import { ATTR, inSpan, SpanKind, TraceCarrier } from '../telemetry/tracing';
 
@@ -30,7 +31,9 @@ export async function readDocuments(req: HttpRequest, maxBytes: number): Promise
 
 /**
  * Wraps an HTTP handler: a SERVER span per request (continuing a caller's `traceparent` header), and
- * errors mapped to JSON bodies: ApiError keeps its status; anything else is a 500 without internals.
+ * errors mapped to JSON bodies: ApiError keeps its status; a Karmada API server that cannot be used
+ * (unreachable, 401, 403, 5xx, 429) is a 503 with the reason and Retry-After; anything else is a 500
+ * without internals.
  */
 export function httpFunction(handler: HttpHandler): HttpHandler {
   return (req, ctx) =>
@@ -49,12 +52,25 @@ export function httpFunction(handler: HttpHandler): HttpHandler {
     );
 }
 
+/**
+ * Seconds a client should wait before asking again when the app cannot answer for now: the Karmada sync's
+ * period, within which a recovery is noticed.
+ */
+export const RETRY_AFTER_SECONDS = 10;
+
 async function answer(handler: HttpHandler, req: HttpRequest, ctx: InvocationContext): Promise<HttpResponseInit> {
   try {
     return await handler(req, ctx);
   } catch (error) {
     if (error instanceof ApiError) {
-      return json(error.status, { error: error.message, ...(error.errors.length > 0 ? { errors: error.errors } : {}) }, error.headers);
+      // Every 503 says when to try again.
+      const headers = error.status === 503 ? { 'retry-after': String(RETRY_AFTER_SECONDS), ...error.headers } : error.headers;
+      return json(error.status, { error: error.message, ...(error.errors.length > 0 ? { errors: error.errors } : {}) }, headers);
+    }
+    if (error instanceof KubeApiError && (error.unavailable || error.status === 429)) {
+      // The Karmada API server is down, overloaded or refuses us: this app's state, not the request's fault,
+      // and already logged when it began (KubeAccess), so not once per request.
+      return json(503, { error: `degraded: ${error.explanation}` }, { 'retry-after': String(RETRY_AFTER_SECONDS) });
     }
     if (error instanceof ConfigError) {
       ctx.error('configuration error', error.message);

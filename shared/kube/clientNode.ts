@@ -1,6 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type * as k8s from '@kubernetes/client-node' with { 'resolution-mode': 'import' };
+import { jsonLogger, Logger } from '../telemetry/log';
 import {
+  KubeAccess,
   KubeApi,
   KubeApiError,
   KubeList,
@@ -15,6 +17,7 @@ import {
   resourceName,
   WatchEvent,
   WatchOptions,
+  withAccessTracking,
 } from './api';
 
 /**
@@ -233,21 +236,23 @@ export class ClientNodeKubeApi implements KubeApi {
 /**
  * The Karmada API, connected at its first use: the app's wiring is synchronous, client-node loads
  * asynchronously (an ES module), and a bad kubeconfig should fail the first request, naming the setting.
+ * Every request's outcome is noted in its `access` (unreachable, forbidden), which logs the changes to `log`.
  */
-export function lazyKubeApi(kubeconfig: string): KubeApi {
+export function lazyKubeApi(kubeconfig: string, log: Logger = jsonLogger()): KubeApi {
   let connecting: Promise<KubeApi> | undefined;
   const api = () =>
     (connecting ??= ClientNodeKubeApi.connect(kubeconfig).catch((error: unknown) => {
       connecting = undefined;
       throw new Error(`KARMADA_KUBECONFIG: ${error instanceof Error ? error.message : String(error)}`);
     }));
-  return {
+  const connected: KubeApi = {
     get: async (...args) => (await api()).get(...args),
     list: async (...args) => (await api()).list(...args),
     watch: async (...args) => (await api()).watch(...args),
     patch: async (...args) => (await api()).patch(...args),
     create: async (...args) => (await api()).create(...args),
   };
+  return withAccessTracking(connected, new KubeAccess(log));
 }
 
 /**

@@ -172,6 +172,13 @@ export interface FaultHandle {
   readonly remaining: number;
 }
 
+/** A verb on a resource (`resource` is the plural, `clusters/status` for a subresource) that `deny` takes away. */
+export interface DenyRule {
+  verb: string;
+  resource: string;
+  user?: string;
+}
+
 export interface KubeconfigOptions {
   /** Bearer token (default: the first configured token). */
   token?: string;
@@ -220,6 +227,15 @@ export interface KubeApiServer {
   currentResourceVersion(): string;
   inject(fault: Fault): FaultHandle;
   clearFaults(): void;
+  /**
+   * Takes a verb on a resource away from `user` (every user when omitted), as a missing RBAC rule would:
+   * such requests get the real server's 403 Forbidden, after authentication, until `restore` is called.
+   */
+  deny(rule: DenyRule): { restore(): void };
+  /** Stops listening (open connections and watches are cut): clients get ECONNREFUSED, as from a stopped server. */
+  suspend(): Promise<void>;
+  /** Listens again on the same port after `suspend`. */
+  resume(): Promise<void>;
   kubeconfig(options?: KubeconfigOptions): string;
   /** Writes `<dir>/<contextName>.kubeconfig` and returns its path. */
   writeKubeconfig(dir: string, options?: KubeconfigOptions): string;
@@ -497,6 +513,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
   const watchers = new Set<Watcher>();
   const hanging = new Set<ServerResponse>();
   let faults: ArmedFault[] = [];
+  const denials = new Set<DenyRule>();
   let requests: RecordedRequest[] = [];
   let closed = false;
 
@@ -794,6 +811,11 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
       default:
         return method.toLowerCase();
     }
+  }
+
+  function isDenied(user: string, a: RequestAttributes): boolean {
+    const resource = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;
+    return [...denials].some((rule) => rule.verb === a.verb && rule.resource === resource && (rule.user === undefined || rule.user === user));
   }
 
   function forbidden(user: string, a: RequestAttributes, def: ResourceDef): never {
@@ -1268,6 +1290,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
         name: p.name,
       };
       if (options.authorize && !options.authorize(user, attrs)) forbidden(user, attrs, p.def);
+      if (isDenied(user, attrs)) forbidden(user, attrs, p.def);
       const dryRun = query.getAll('dryRun').includes('All');
       const text = method === 'GET' ? '' : await readBody(req);
       const body = text.trim() === '' ? undefined : () => decodeBody(text, contentType);
@@ -1409,6 +1432,28 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
     clearFaults: () => {
       faults = [];
     },
+    deny: (rule) => {
+      const held = { ...rule };
+      denials.add(held);
+      return { restore: () => void denials.delete(held) };
+    },
+    suspend: async () => {
+      if (!server.listening) return;
+      // Cut, not ended: a crashed server sends no end of stream.
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of sockets) socket.destroy();
+      await stopped;
+    },
+    resume: async () => {
+      if (server.listening || closed) return;
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, '127.0.0.1', () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+    },
     kubeconfig,
     writeKubeconfig: (dir, opts) => {
       mkdirSync(dir, { recursive: true });
@@ -1422,6 +1467,7 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
       for (const w of watchers) w.res.end();
       watchers.clear();
       for (const res of hanging) res.destroy();
+      if (!server.listening) return;
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const socket of sockets) socket.destroy();
       await stopped;

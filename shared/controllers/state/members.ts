@@ -1,4 +1,4 @@
-import { KARMADA, KubeApi, MemberEndpoint } from '../../kube/api';
+import { KARMADA, KubeApi, KubeApiError, MemberEndpoint } from '../../kube/api';
 import type { Logger } from '../../telemetry/log';
 import type { MemberDirectory } from '../ports';
 import type { ClusterRecord } from '../records';
@@ -13,7 +13,9 @@ import type { ClusterRecord } from '../records';
 const SECRET_TTL_MS = 60_000;
 
 export class KarmadaMemberDirectory implements MemberDirectory {
-  private readonly secrets = new Map<string, { at: number; data: Record<string, string> | undefined }>();
+  private readonly secrets = new Map<string, { at: number; data: Record<string, string> | 'forbidden' | undefined }>();
+  /** Clusters whose Secret was found without a token (said once per cluster, again after it had one). */
+  private readonly withoutToken = new Set<string>();
 
   constructor(
     private readonly api: KubeApi,
@@ -26,10 +28,17 @@ export class KarmadaMemberDirectory implements MemberDirectory {
         const { apiEndpoint, secretRef, insecureSkipTLSVerification } = cluster.spec;
         if (!apiEndpoint || !secretRef) return [];
         const data = await this.secret(secretRef.namespace, secretRef.name);
+        if (data === 'forbidden') return [];
         if (!data?.token) {
-          this.log.warn('cluster not probed: its secretRef Secret has no token', { cluster: cluster.name, secret: `${secretRef.namespace}/${secretRef.name}` });
+          if (!this.withoutToken.has(cluster.name))
+            this.log.warn('cluster not probed: its secretRef Secret has no token', {
+              cluster: cluster.name,
+              secret: `${secretRef.namespace}/${secretRef.name}`,
+            });
+          this.withoutToken.add(cluster.name);
           return [];
         }
+        this.withoutToken.delete(cluster.name);
         return [
           {
             cluster: cluster.name,
@@ -44,11 +53,20 @@ export class KarmadaMemberDirectory implements MemberDirectory {
     return found.flat();
   }
 
-  private async secret(namespace: string, name: string): Promise<Record<string, string> | undefined> {
+  /** The Secret's data; `forbidden` when the app may not read Secrets. */
+  private async secret(namespace: string, name: string): Promise<Record<string, string> | 'forbidden' | undefined> {
     const key = `${namespace}/${name}`;
     const hit = this.secrets.get(key);
     if (hit && Date.now() - hit.at < SECRET_TTL_MS) return hit.data;
-    const object = await this.api.get(KARMADA.secrets, name, namespace);
+    let object;
+    try {
+      object = await this.api.get(KARMADA.secrets, name, namespace);
+    } catch (error) {
+      // No `get` on Secrets is a supported choice: no endpoint, no probe (Karmada's controller writes Ready).
+      if (!(error instanceof KubeApiError) || error.status !== 403) throw error;
+      this.secrets.set(key, { at: Date.now(), data: 'forbidden' });
+      return 'forbidden';
+    }
     const data = (object?.data ?? undefined) as Record<string, string> | undefined;
     this.secrets.set(key, { at: Date.now(), data });
     return data;

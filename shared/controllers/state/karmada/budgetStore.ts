@@ -1,7 +1,7 @@
 import { failoverBudgetSchema } from '../../../api/resources';
 import { KubeApi, KubeApiError, KubeObject, KubeResource } from '../../../kube/api';
 import type { DocumentStore, Versioned } from '../../../store/ports';
-import type { Logger } from '../../../telemetry/log';
+import { Logger, StateChanges } from '../../../telemetry/log';
 import type { FailoverBudgetRecord } from '../../ports';
 import { listAll, ManagedInKarmadaError, userAnnotations } from './kubeObjects';
 
@@ -23,9 +23,12 @@ const locate = (id: string) => {
 /**
  * Karmada mode: FailoverBudgets are custom resources on the Karmada API server (apply them with kubectl),
  * validated with the schema of our apply; one that does not validate is left out and logged with its field
- * errors. The app never writes them. A server without the CRD (404) has no budgets.
+ * errors (once, and again when they change). The app never writes them. A server without the CRD (404) has no budgets.
  */
 export class KarmadaBudgetStore implements DocumentStore<FailoverBudgetRecord> {
+  /** The errors logged per budget left out: logged again only when they change. */
+  private readonly invalid = new StateChanges();
+
   constructor(
     private readonly api: KubeApi,
     private readonly log: Logger,
@@ -74,14 +77,13 @@ export class KarmadaBudgetStore implements DocumentStore<FailoverBudgetRecord> {
       metadata: { name: meta.name, namespace: meta.namespace ?? 'default' },
       spec: object.spec,
     });
+    const name = `${meta.namespace ?? 'default'}/${meta.name}`;
     if (!parsed.success) {
-      this.log.warn('Karmada object left out: it does not validate', {
-        kind: 'FailoverBudget',
-        name: `${meta.namespace ?? 'default'}/${meta.name}`,
-        errors: parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '),
-      });
+      const errors = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
+      if (this.invalid.changed(name, errors)) this.log.warn('Karmada object left out: it does not validate', { kind: 'FailoverBudget', name, errors });
       return undefined;
     }
+    if (this.invalid.cleared(name)) this.log.info('Karmada object validates again', { kind: 'FailoverBudget', name });
     return {
       name: meta.name,
       namespace: parsed.data.metadata.namespace,

@@ -1,12 +1,14 @@
 import { createHash } from 'node:crypto';
 import { KARMADA, KubeApi, KubeApiError, KubeResource } from '../../../kube/api';
 import type { EventLog, EventQuery, EventRecord } from '../../../store/ports';
-import type { Logger } from '../../../telemetry/log';
+import { errorFields, Logger, StateChanges } from '../../../telemetry/log';
 import { knownUid, noteUid } from './kubeObjects';
 
 /** The namespace Kubernetes puts events about cluster-scoped objects in. */
 const CLUSTER_SCOPED_EVENTS_NAMESPACE = 'default';
 const REPORTING_CONTROLLER = 'failover.io/cluster-failover';
+/** The one subject of KubeMirroredEventLog's failures: posting Events at all. */
+const POSTING = 'posting';
 
 const REGARDING: Record<string, KubeResource> = {
   Cluster: KARMADA.clusters,
@@ -27,6 +29,9 @@ export function microTime(iso: string): string {
  * decision is never undone because its event could not be posted (the table keeps it).
  */
 export class KubeMirroredEventLog implements EventLog {
+  /** Why posting failed last: a failure that repeats for every event is logged when it begins or changes. */
+  private readonly failures = new StateChanges();
+
   constructor(
     private readonly inner: EventLog,
     private readonly api: KubeApi,
@@ -73,13 +78,17 @@ export class KubeMirroredEventLog implements EventLog {
           ...(uid ? { uid } : {}),
         },
       });
+      if (this.failures.cleared(POSTING)) this.log.info('Kubernetes Events posted again');
     } catch (error) {
       if (error instanceof KubeApiError && error.status === 409) return;
-      this.log.warn('Kubernetes Event not posted (kept in the event history)', {
+      // An outage or a refusal is reported by the API's access tracking, and the line below (errorCondition) is then written at debug.
+      const why = error instanceof KubeApiError ? `${error.status} ${error.reason}` : String(error);
+      if (!this.failures.changed(POSTING, why)) return;
+      this.log.warn('Kubernetes Event not posted (kept in the event history; said again when the failure changes)', {
         kind: event.kind,
         name: event.name,
         reason: event.reason,
-        error: String(error),
+        ...errorFields(error),
       });
     }
   }

@@ -3,7 +3,7 @@ import { clusterPropagationPolicySchema, clusterTaintPolicySchema, propagationPo
 import { policyKey } from '../../../failover/propagation';
 import { KARMADA, KubeApi, KubeObject, KubeResource } from '../../../kube/api';
 import type { DocumentStore, Versioned } from '../../../store/ports';
-import type { Logger } from '../../../telemetry/log';
+import { Logger, StateChanges } from '../../../telemetry/log';
 import type { PolicyRecord, PropagationPolicyRecord, StoredMetadata } from '../../records';
 import { listAll, ManagedInKarmadaError, userAnnotations } from './kubeObjects';
 
@@ -62,8 +62,11 @@ function metadataOf(object: KubeObject): StoredMetadata {
   };
 }
 
-/** Validates what our apply would validate (name, spec); other metadata is the server's. */
-function validated<S extends z.ZodType>(schema: S, object: KubeObject, log: Logger): z.infer<S> | undefined {
+/**
+ * Validates what our apply would validate (name, spec); other metadata is the server's. An object left out
+ * is logged when its errors change, not at every listing (`invalid`: what was logged per object).
+ */
+function validated<S extends z.ZodType>(schema: S, object: KubeObject, log: Logger, invalid: StateChanges): z.infer<S> | undefined {
   const candidate = {
     apiVersion: object.apiVersion,
     kind: object.kind,
@@ -71,16 +74,19 @@ function validated<S extends z.ZodType>(schema: S, object: KubeObject, log: Logg
     spec: object.spec,
   };
   const parsed = schema.safeParse(candidate);
-  if (parsed.success) return parsed.data;
-  log.warn('Karmada object left out: it does not validate', {
-    kind: object.kind,
-    name: object.metadata.namespace ? `${object.metadata.namespace}/${object.metadata.name}` : object.metadata.name,
-    errors: parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '),
-  });
+  const name = object.metadata.namespace ? `${object.metadata.namespace}/${object.metadata.name}` : object.metadata.name;
+  const subject = `${object.kind}/${name}`;
+  if (parsed.success) {
+    if (invalid.cleared(subject)) log.info('Karmada object validates again', { kind: object.kind, name });
+    return parsed.data;
+  }
+  const errors = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
+  if (invalid.changed(subject, errors)) log.warn('Karmada object left out: it does not validate', { kind: object.kind, name, errors });
   return undefined;
 }
 
 export function karmadaTaintPolicyStore(api: KubeApi, log: Logger): DocumentStore<PolicyRecord> {
+  const invalid = new StateChanges();
   return new KarmadaPolicyStore<PolicyRecord>(
     api,
     [KARMADA.clusterTaintPolicies],
@@ -89,6 +95,7 @@ export function karmadaTaintPolicyStore(api: KubeApi, log: Logger): DocumentStor
         clusterTaintPolicySchema,
         { ...object, apiVersion: object.apiVersion ?? 'policy.karmada.io/v1alpha1', kind: 'ClusterTaintPolicy' },
         log,
+        invalid,
       );
       return input ? { ...metadataOf(object), spec: input.spec } : undefined;
     },
@@ -99,15 +106,21 @@ export function karmadaTaintPolicyStore(api: KubeApi, log: Logger): DocumentStor
 }
 
 export function karmadaPropagationPolicyStore(api: KubeApi, log: Logger): DocumentStore<PropagationPolicyRecord> {
+  const invalid = new StateChanges();
   return new KarmadaPolicyStore<PropagationPolicyRecord>(
     api,
     [KARMADA.propagationPolicies, KARMADA.clusterPropagationPolicies],
     (object, resource) => {
       if (resource === KARMADA.propagationPolicies) {
-        const input = validated(propagationPolicySchema, { ...object, apiVersion: 'policy.karmada.io/v1alpha1', kind: 'PropagationPolicy' }, log);
+        const input = validated(propagationPolicySchema, { ...object, apiVersion: 'policy.karmada.io/v1alpha1', kind: 'PropagationPolicy' }, log, invalid);
         return input ? { ...metadataOf(object), kind: 'PropagationPolicy', namespace: object.metadata.namespace ?? 'default', spec: input.spec } : undefined;
       }
-      const input = validated(clusterPropagationPolicySchema, { ...object, apiVersion: 'policy.karmada.io/v1alpha1', kind: 'ClusterPropagationPolicy' }, log);
+      const input = validated(
+        clusterPropagationPolicySchema,
+        { ...object, apiVersion: 'policy.karmada.io/v1alpha1', kind: 'ClusterPropagationPolicy' },
+        log,
+        invalid,
+      );
       return input ? { ...metadataOf(object), kind: 'ClusterPropagationPolicy', spec: input.spec } : undefined;
     },
     (object, resource) =>
