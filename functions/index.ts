@@ -46,6 +46,7 @@ import './taintManagerResync';
 import './evictionPacer';
 import './evictionWorker';
 import './evictionRepair';
+import './writeJournalRepair';
 import './scheduler';
 import './schedulerResync';
 import './gracefulEvictionSweep';

@@ -4,7 +4,17 @@ import { BatchDocumentStore, canWriteMany, EventRecord, Versioned } from '../sto
 import { appliedBinding, appliedEvent, applyBinding, BindingInput, governedBinding, needsScheduling, refOf } from './bindings';
 import type { ControlPlane } from './ports';
 import type { BindingRecord } from './records';
-import { clustersLeft, placementsOf, placementsToWrite } from './state/bindingWrites';
+import {
+  closeIntents,
+  clustersLeft,
+  HeldIntent,
+  openIntents,
+  placementIntents,
+  placementsOf,
+  placementsToWrite,
+  redoTakenWrites,
+  renewIntents,
+} from './state/bindingWrites';
 import type { ApplyAction } from './state/derivation';
 import { fleetCounts, loadPropagationPolicies } from './state/reads';
 
@@ -91,17 +101,44 @@ async function applyBatch(plane: ControlPlane, store: BatchDocumentStore<Binding
   });
   if (writes.length === 0) return actions;
 
-  // As writeBinding: the new versions' placement rows before the bindings, so the index never misses a placement.
-  const rows = writes.flatMap((w) => placementsToWrite(w.current?.value, w.next));
+  // As writeBinding: the new versions' placement rows before the bindings, so the index never misses a
+  // placement, named first in intents of the write journal (a host that dies before the bindings land
+  // leaves them open: readers ask the bindings, and the repair settles the rows).
+  const rowsOf = writes.map((w) => placementsToWrite(w.current?.value, w.next));
+  const held = await openIntents(
+    plane,
+    placementIntents(
+      writes
+        .map((w, k) => ({
+          key: w.key,
+          rev: w.next.rev,
+          clusters: [...new Set([...rowsOf[k].map((r) => r.cluster), ...clustersLeft(w.current?.value, w.next)])],
+        }))
+        .filter((w) => w.clusters.length > 0),
+    ),
+  );
+  const rows = rowsOf.flat();
   if (rows.length > 0) await plane.ledger.upsertPlacements(rows);
+  await renewIntents(plane, held);
   // Created ones must still be absent, replaced ones unchanged since the read (ETags).
   const etags = await store.writeMany(writes.map((w) => ({ id: w.key, value: w.next, etag: w.current?.etag })));
   const written = writes.filter((_, k) => etags[k] !== undefined);
   await afterWrites(plane, written, actions);
 
-  // Lost a race (created or changed by someone else since the read): applied alone, as writeBinding retries.
-  for (const w of writes.filter((_, k) => etags[k] === undefined)) actions[w.index] = await applyBinding(plane, inputs[w.index]);
+  // Lost a race (created or changed by someone else since the read): applied alone, as writeBinding retries,
+  // and the rows written here for the version that did not land are settled by that write.
+  for (const [k, w] of writes.entries()) {
+    if (etags[k] !== undefined) continue;
+    actions[w.index] = await applyBinding(plane, inputs[w.index], { touched: rowsOf[k].map((r) => r.cluster) });
+  }
+  await closeOrRedo(plane, held, written);
   return actions;
+}
+
+/** Closes a batch's intents; a binding it wrote whose intent a repair took over meanwhile is written again (see `redoTakenWrites`). */
+async function closeOrRedo(plane: ControlPlane, held: HeldIntent[], written: PlannedWrite[]): Promise<void> {
+  const taken = await closeIntents(plane, held);
+  if (taken.length > 0) await redoTakenWrites(plane, taken, new Set(written.map((w) => w.key)));
 }
 
 /**
@@ -111,7 +148,8 @@ async function applyBatch(plane: ControlPlane, store: BatchDocumentStore<Binding
  * of its rows' partition batch, refused) is applied by `applyBatch`, from a read. A row created here for
  * such a binding is on a cluster its applied version places (the applied clusters win over the stored
  * ones), and `applyBatch` rewrites it at the binding's revision when the stored version was not there. A
- * failure between the rows and the bindings leaves rows without a binding, as `applyBatch`'s order does.
+ * failure between the rows and the bindings leaves rows without a binding: the batch's journal intents,
+ * open until its last step, make readers ask the bindings about them, and the repair removes them.
  */
 async function createBatch(
   plane: ControlPlane,
@@ -133,6 +171,10 @@ async function createBatch(
     }
   });
   const rows = attempts.flatMap((a) => a.rows);
+  const held = await openIntents(
+    plane,
+    placementIntents(attempts.filter((a) => a.rows.length > 0).map((a) => ({ key: a.key, rev: a.next.rev, clusters: a.rows.map((r) => r.cluster) }))),
+  );
   const created = rows.length > 0 ? await plane.ledger.createPlacements(rows) : [];
   let offset = 0;
   const creatable = attempts.filter((a) => {
@@ -141,19 +183,23 @@ async function createBatch(
     if (!allCreated) retry.add(a.index);
     return allCreated;
   });
+  await renewIntents(plane, held);
   const etags = creatable.length > 0 ? await store.writeMany(creatable.map((a) => ({ id: a.key, value: a.next }))) : [];
   const written = creatable.filter((_, k) => etags[k] !== undefined);
   creatable.forEach((a, k) => etags[k] === undefined && retry.add(a.index));
   await afterWrites(plane, written, actions);
-  if (retry.size === 0) return { actions, stored: 0 };
-
-  const again = [...retry].sort((a, b) => a - b);
-  const applied = await applyBatch(
-    plane,
-    store,
-    again.map((i) => inputs[i]),
-  );
-  again.forEach((i, k) => (actions[i] = applied[k]));
+  if (retry.size > 0) {
+    await renewIntents(plane, held);
+    const again = [...retry].sort((a, b) => a - b);
+    const applied = await applyBatch(
+      plane,
+      store,
+      again.map((i) => inputs[i]),
+    );
+    again.forEach((i, k) => (actions[i] = applied[k]));
+  }
+  // Closed once the bindings retried from a read are applied too: until then, rows created here for them are in doubt.
+  await closeOrRedo(plane, held, written);
   return { actions, stored: retry.size };
 }
 

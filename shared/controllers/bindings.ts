@@ -23,11 +23,14 @@ export function refOf(input: BindingInput): BindingRef {
     : { kind: 'ClusterResourceBinding', name: input.metadata.name };
 }
 
-/** Apply a ResourceBinding or ClusterResourceBinding; spec replaces what was there, status is kept. */
-export async function applyBinding(plane: ControlPlane, input: BindingInput): Promise<ApplyAction> {
+/**
+ * Apply a ResourceBinding or ClusterResourceBinding; spec replaces what was there, status is kept.
+ * `touched`: clusters a batch wrote this binding's rows on for a version that did not land (see `writeBinding`).
+ */
+export async function applyBinding(plane: ControlPlane, input: BindingInput, options: { touched?: string[] } = {}): Promise<ApplyAction> {
   const key = bindingKey(refOf(input));
   const governed = governedBinding(input, await loadPropagationPolicies(plane));
-  const { result, record } = await writeBinding<ApplyAction>(plane, key, (current, now) => appliedBinding(input, governed, current, now));
+  const { result, record } = await writeBinding<ApplyAction>(plane, key, (current, now) => appliedBinding(input, governed, current, now), options);
   if (result !== 'unchanged' && record) {
     await plane.events.append([appliedEvent(plane, record, result)]);
     await notifyFaultyClusters(plane, record);

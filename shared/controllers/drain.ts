@@ -4,6 +4,7 @@ import { CORDON_TAINT, DRAIN_REASON, isCordoned, isCordonTaint } from '../failov
 import { currentTraceCarrier } from '../telemetry/tracing';
 import { setDraining } from './pacer';
 import type { ControlPlane } from './ports';
+import { listClusterPlacements } from './state/bindingWrites';
 import { updateCluster } from './state/clusterWrites';
 import { clusterEvent } from './state/events';
 import { abandonEvictions } from './taintManager';
@@ -44,7 +45,8 @@ export async function drainCluster(plane: ControlPlane, name: string): Promise<D
   const now = plane.clock.now();
   const at = now.toISOString();
   const { traceparent } = currentTraceCarrier();
-  const { placements, evictions } = await plane.ledger.listClusterRows(name);
+  // Rows of a binding write that never landed (a host killed mid-apply) are not drained: no phantom row takes a slot.
+  const { placements, evictions } = await listClusterPlacements(plane, name);
   const prior = new Map(evictions.map((row) => [row.record.bindingKey, row]));
   const why = `the cluster is drained (cordoned ${cordon.record.taints.find(isCordonTaint)?.timeAdded ?? at})`;
   const rows: Array<{ record: EvictionRecord; replaceEtag?: string }> = [];

@@ -4,8 +4,8 @@ import { policyDisplay, policyKey, PolicyRef } from '../failover/propagation';
 import { keep, mutate, write } from '../store/optimistic';
 import type { ControlPlane } from './ports';
 import type { BindingRecord, PropagationPolicyRecord } from './records';
-import { writeBinding } from './state/bindingWrites';
-import { appliedPolicy, ApplyAction, governedSpec, ownSpec } from './state/derivation';
+import { claimIntents, journalOf, repairPlacementWrites, staleIntents, writeBinding } from './state/bindingWrites';
+import { appliedPolicy, ApplyAction, governedSpec, ownSpec, underDerivationIntent } from './state/derivation';
 import { bindingEvent, policyEvent } from './state/events';
 import { forgetPropagationPolicies, loadPropagationPolicies } from './state/reads';
 import { rederiveTemplates } from './templates';
@@ -23,23 +23,78 @@ const refOf = (input: PolicyInput): PolicyRef =>
     ? { kind: 'PropagationPolicy', namespace: input.metadata.namespace, name: input.metadata.name }
     : { kind: 'ClusterPropagationPolicy', name: input.metadata.name };
 
+/**
+ * A policy is stored and its templates and bindings derived again under one intent of the write journal
+ * (`underDerivationIntent`): a host killed between the two leaves it open, and the repair derives again.
+ */
 export async function applyPropagationPolicy(plane: ControlPlane, input: PolicyInput): Promise<ApplyAction> {
   const ref = refOf(input);
-  const { result } = await mutate<PropagationPolicyRecord, ApplyAction>(plane.propagationPolicies, policyKey(ref), (current) =>
-    appliedPolicy(
-      current?.value,
-      () => ({ ...ref, uid: randomUUID(), createdAt: plane.clock.now().toISOString(), generation: 1, labels: {}, annotations: {}, spec: input.spec }),
-      input,
-    ),
-  );
-  if (result !== 'unchanged') await policyChanged(plane, ref, result === 'created' ? 'Created' : 'Configured');
-  return result;
+  const created = () => ({
+    ...ref,
+    uid: randomUUID(),
+    createdAt: plane.clock.now().toISOString(),
+    generation: 1,
+    labels: {},
+    annotations: {},
+    spec: input.spec,
+  });
+  const stored = await plane.propagationPolicies.get(policyKey(ref));
+  // An unchanged policy starts no derivation, so it needs no intent.
+  if (stored && appliedPolicy(stored.value, created, input).kind === 'keep') return 'unchanged';
+  return underDerivationIntent(plane, async () => {
+    const { result } = await mutate<PropagationPolicyRecord, ApplyAction>(
+      plane.propagationPolicies,
+      policyKey(ref),
+      (current) => appliedPolicy(current?.value, created, input),
+      stored,
+    );
+    if (result !== 'unchanged') await policyChanged(plane, ref, result === 'created' ? 'Created' : 'Configured');
+    return result;
+  });
 }
 
 export async function deletePropagationPolicy(plane: ControlPlane, ref: PolicyRef): Promise<boolean> {
-  const deleted = await plane.propagationPolicies.delete(policyKey(ref));
-  if (deleted) await policyChanged(plane, ref, 'Deleted');
-  return deleted;
+  return underDerivationIntent(plane, async () => {
+    const deleted = await plane.propagationPolicies.delete(policyKey(ref));
+    if (deleted) await policyChanged(plane, ref, 'Deleted');
+    return deleted;
+  });
+}
+
+export interface RepairOutcome {
+  /** Bindings whose placement rows were settled against the stored binding. */
+  settled?: number;
+  /** Bindings whose rows another writer was busy with: settled by a later pass. */
+  waiting?: number;
+  /** Policy changes whose derivation was interrupted: derived again (and the bindings that changed). */
+  derivations?: number;
+  rederived?: number;
+}
+
+/**
+ * The repair timer's pass over the write journal: the intents open past the grace belong to writers that
+ * died or failed between their steps. Binding writes: their placement rows are settled against the stored
+ * bindings (`repairPlacementWrites`). Policy changes: every template and binding is derived again under the
+ * stored policies, once for all of them. Idle, it costs one query of the journal partition.
+ */
+export async function repairInterruptedWrites(plane: ControlPlane): Promise<RepairOutcome> {
+  const stale = await staleIntents(plane);
+  if (stale.length === 0) return {};
+  const outcome: RepairOutcome = {};
+  const placements = await repairPlacementWrites(plane, stale);
+  if (placements.settled + placements.waiting > 0) Object.assign(outcome, placements);
+  const derivations = await claimIntents(
+    plane,
+    stale.filter(({ intent }) => intent.derive),
+  );
+  if (derivations.length > 0) {
+    forgetPropagationPolicies(plane);
+    await rederiveTemplates(plane);
+    outcome.rederived = await rederiveBindings(plane);
+    outcome.derivations = derivations.length;
+    await journalOf(plane)?.closeIntents(derivations.map(({ intent, etag }) => ({ id: intent.id, etag })));
+  }
+  return outcome;
 }
 
 async function policyChanged(plane: ControlPlane, ref: PolicyRef, reason: 'Created' | 'Configured' | 'Deleted'): Promise<void> {

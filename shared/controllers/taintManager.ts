@@ -11,6 +11,7 @@ import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracin
 import { reconcileFailbackHome, resyncFailback } from './failback';
 import type { ControlPlane, TaintManagerMessage } from './ports';
 import type { BindingRecord } from './records';
+import { listClusterPlacements } from './state/bindingWrites';
 import { clusterEvent } from './state/events';
 import { fleetClusters, noteFleetChange } from './state/reads';
 
@@ -65,7 +66,7 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
   }
   // A failure episode starts with its earliest faulty taint; ended rows from before it may be decided anew.
   const episodeBegan = episodeStart(faultyTaints)!;
-  const { placements, evictions: existing } = await plane.ledger.listClusterRows(name);
+  const { placements, evictions: existing } = await listClusterPlacements(plane, name);
   const prior = new Map(existing.map((row) => [row.record.bindingKey, row]));
   const rows: Array<{ record: EvictionRecord; replaceEtag?: string }> = [];
   let tolerated = 0;

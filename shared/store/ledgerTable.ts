@@ -1,6 +1,7 @@
 import type { TableClient } from '@azure/data-tables';
 import type { EvictionRecord, EvictionState, PlacementFacts } from '../failover/bindingModel';
 import { TableDueOrder } from './ledger/dueOrder';
+import { TableWriteJournal, VersionedIntent, VersionedPlacement, WriteIntent, WriteJournal } from './ledger/journal';
 import { SHARDS } from './ledger/keys';
 import { ensureLedgerLayout } from './ledger/layout';
 import { TableLedgerRows } from './ledger/ledgerRows';
@@ -12,11 +13,12 @@ import type { DueGroup, EvictionLedger, PacerState, VersionedEviction } from './
  * The eviction ledger and the placement index, in one table partitioned by cluster, so that "bindings placed
  * on cluster X" and "evictions from cluster X" are each one partition query, and a recovery abandons a
  * cluster's rows with batched writes. Row keys: `b:<binding>` placement rows, `e:<binding>` ledger rows.
- * Partition `~due` orders pending evictions by due time for the pacer; `~pacer` holds the global rate row.
+ * Partition `~due` orders pending evictions by due time for the pacer; `~pacer` holds the global rate row;
+ * `~journal` the open intents of writes that span tables (`./ledger/journal`).
  *
  * The sections live under `./ledger/`: keys and shards (`keys`), the batched transaction helper
  * (`transactions`), entity mapping (`entities`), and one class per section of the port (`placementIndex`,
- * `ledgerRows`, `dueOrder`, `pacerRow`); this class delegates to them. `MemoryLedger` (`./memory/ledger`)
+ * `ledgerRows`, `dueOrder`, `pacerRow`, and the write journal, `journal`); this class delegates to them. `MemoryLedger` (`./memory/ledger`)
  * is the same ledger in memory, on the same keys.
  */
 
@@ -25,8 +27,9 @@ export { shardOf, SHARDS } from './ledger/keys';
 export { dueEntity } from './ledger/dueOrder';
 export type { DueGroup, PacerState, VersionedEviction } from './ports';
 
-export class TableLedger implements EvictionLedger {
+export class TableLedger implements EvictionLedger, WriteJournal {
   private readonly placements: TablePlacementIndex;
+  private readonly journal: TableWriteJournal;
   private readonly rows: TableLedgerRows;
   private readonly due: TableDueOrder;
   private readonly pacer: TablePacerRow;
@@ -36,6 +39,7 @@ export class TableLedger implements EvictionLedger {
 
   constructor(private readonly client: TableClient) {
     this.placements = new TablePlacementIndex(client);
+    this.journal = new TableWriteJournal(client);
     this.due = new TableDueOrder(client);
     this.rows = new TableLedgerRows(client, (records) => this.due.addDue(records));
     this.pacer = new TablePacerRow(client);
@@ -71,6 +75,38 @@ export class TableLedger implements EvictionLedger {
   async listPlacements(cluster: string): Promise<PlacementFacts[]> {
     await this.ready();
     return this.placements.listPlacements(cluster);
+  }
+
+  async getPlacement(cluster: string, bindingKey: string): Promise<VersionedPlacement | undefined> {
+    await this.ready();
+    return this.placements.getPlacement(cluster, bindingKey);
+  }
+  async replacePlacement(row: PlacementFacts, etag: string): Promise<boolean> {
+    await this.ready();
+    return this.placements.replacePlacement(row, etag);
+  }
+  async deletePlacement(cluster: string, bindingKey: string, etag: string): Promise<boolean> {
+    await this.ready();
+    return this.placements.deletePlacement(cluster, bindingKey, etag);
+  }
+
+  // ----------------------------------------------------------------------------------- write journal
+
+  async openIntents(intents: WriteIntent[]): Promise<string[]> {
+    await this.ready();
+    return this.journal.openIntents(intents);
+  }
+  async updateIntent(intent: WriteIntent, etag: string): Promise<string | false> {
+    await this.ready();
+    return this.journal.updateIntent(intent, etag);
+  }
+  async closeIntents(intents: Array<{ id: string; etag: string }>): Promise<boolean[]> {
+    await this.ready();
+    return this.journal.closeIntents(intents);
+  }
+  async listIntents(): Promise<VersionedIntent[]> {
+    await this.ready();
+    return this.journal.listIntents();
   }
 
   // ----------------------------------------------------------------------------------- ledger rows

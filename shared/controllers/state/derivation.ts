@@ -1,7 +1,9 @@
 import type { BindingSpec } from '../../api/resources';
 import { inherit, PropagationCandidate, selectPolicy } from '../../failover/propagation';
 import { keep, Mutation, write } from '../../store/optimistic';
+import type { ControlPlane } from '../ports';
 import type { BindingRecord, StoredMetadata } from '../records';
+import { closeIntents, openIntents } from './bindingWrites';
 
 export type ApplyAction = 'created' | 'configured' | 'unchanged';
 
@@ -45,4 +47,18 @@ export function governedSpec(
     inheritedFrom:
       policy && fields.length > 0 ? { kind: policy.kind, ...(policy.namespace ? { namespace: policy.namespace } : {}), name: policy.name, fields } : undefined,
   };
+}
+
+/**
+ * Runs a propagation-policy change (`work`: the policy's write and the derivation it starts) under a
+ * `derive` intent of the write journal, opened before the policy is written and closed once every template
+ * and binding is derived under it. A host killed (or a write failed) in between leaves the intent open, and
+ * the repair derives everything again from the stored policies (`repairInterruptedWrites`), as Karmada's
+ * detector resyncs. A repair that took the intent over meanwhile derives too: deriving is idempotent.
+ */
+export async function underDerivationIntent<R>(plane: ControlPlane, work: () => Promise<R>): Promise<R> {
+  const held = await openIntents(plane, [{ derive: true }]);
+  const result = await work();
+  await closeIntents(plane, held);
+  return result;
 }

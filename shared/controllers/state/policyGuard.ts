@@ -9,6 +9,7 @@ import { keep, mutate, write } from '../../store/optimistic';
 import { ConcurrencyError, type EventRecord, type Versioned } from '../../store/ports';
 import type { ControlPlane } from '../ports';
 import type { ClusterRecord } from '../records';
+import { listClusterPlacements } from './bindingWrites';
 import type { EventReason } from './events';
 import { fleetCounts } from './reads';
 
@@ -196,7 +197,7 @@ export function acknowledgedEvent(policy: string, refused: readonly string[], no
  * would have evicted for a NoExecute/PreferNoExecute taint, WouldEvict on the policy.
  */
 async function recordShadowFindings(plane: ControlPlane, cluster: string, findings: readonly WouldTaint[], now: Date): Promise<void> {
-  const rows = findings.some((f) => isFaultyTaint(f.taint)) ? await plane.ledger.listClusterRows(cluster) : { placements: [], evictions: [] };
+  const rows = findings.some((f) => isFaultyTaint(f.taint)) ? await listClusterPlacements(plane, cluster) : { placements: [], evictions: [] };
   const decided = new Map(rows.evictions.map((row) => [row.record.bindingKey, row.record.state]));
   const events: EventRecord[] = [];
   for (const finding of findings) {

@@ -4,7 +4,7 @@ import { bucketOf } from '../buckets';
 /**
  * Keys of the ledger table. One table, partitioned by cluster shard: row keys `b:<binding>` are placement
  * rows and `e:<binding>` ledger rows; partition `~due` orders pending evictions by due time for the pacer,
- * and `~pacer` holds the global rate row. The in-memory ledger uses the same keys, so it orders rows the
+ * `~pacer` holds the global rate row, and `~journal` the open intents of writes that span tables. The in-memory ledger uses the same keys, so it orders rows the
  * way the service does.
  */
 
@@ -13,6 +13,13 @@ export const EVICTION = 'e:';
 export const DUE = '~due';
 export const PACER = '~pacer';
 export const PACER_ROW = 'state';
+/**
+ * The write journal (`./journal`): one `j:<id>` row per write that spans tables (a binding and its placement
+ * rows, a propagation policy and the bindings derived from it), open from before its first write until after
+ * its last. Sorts after the cluster partitions, so no cluster range or layout pass meets it.
+ */
+export const JOURNAL = '~journal';
+export const INTENT = 'j:';
 /** At most this many actions in one transaction (the service's limit). */
 export const BATCH = 100;
 

@@ -2,6 +2,7 @@ import type { TableClient } from '@azure/data-tables';
 import type { PlacementFacts } from '../../failover/bindingModel';
 import type { VersionedEviction } from '../ports';
 import { evictionFromEntity, placementEntity, placementFromEntity } from './entities';
+import type { VersionedPlacement } from './journal';
 import { CLUSTER_ROWS, clusterPartition, clusterRange, EVICTION, PLACEMENT, PLACEMENT_ROWS, rowRange } from './keys';
 import { queryAll, statusOf, submit, submitUnlessConflict } from './transactions';
 
@@ -40,6 +41,41 @@ export class TablePlacementIndex {
     } catch (error) {
       const status = statusOf(error);
       if (status !== 404 && status !== 412) throw error;
+    }
+  }
+
+  /** One placement row with its ETag (the journal's repair reads the rows an open intent names). */
+  async getPlacement(cluster: string, bindingKey: string): Promise<VersionedPlacement | undefined> {
+    try {
+      const entity = await this.client.getEntity<Record<string, unknown>>(clusterPartition(cluster, bindingKey), PLACEMENT + bindingKey);
+      return { row: placementFromEntity(entity), etag: String(entity.etag) };
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /** Replaces a placement row at its ETag; false when it changed or was removed since it was read. */
+  async replacePlacement(row: PlacementFacts, etag: string): Promise<boolean> {
+    try {
+      await this.client.updateEntity(placementEntity(row), 'Replace', { etag });
+      return true;
+    } catch (error) {
+      const status = statusOf(error);
+      if (status === 412 || status === 404) return false;
+      throw error;
+    }
+  }
+
+  /** Removes a placement row at its ETag; false when it changed or was removed since it was read. */
+  async deletePlacement(cluster: string, bindingKey: string, etag: string): Promise<boolean> {
+    try {
+      await this.client.deleteEntity(clusterPartition(cluster, bindingKey), PLACEMENT + bindingKey, { etag });
+      return true;
+    } catch (error) {
+      const status = statusOf(error);
+      if (status === 412 || status === 404) return false;
+      throw error;
     }
   }
 

@@ -1,6 +1,7 @@
 import type { EvictionRecord, EvictionState, PlacementFacts } from '../../failover/bindingModel';
 import { bandDueBy, bandRows, dueEntities, dueGroupOf, DueMarker, groupKey, MARKER_ROWS, markerOfEntity, parkedRows } from '../ledger/dueOrder';
 import { evictionEntity, evictionFromEntity, placementEntity, placementFromEntity } from '../ledger/entities';
+import { intentEntity, intentFromEntity, VersionedIntent, VersionedPlacement, WriteIntent, WriteJournal } from '../ledger/journal';
 import {
   CLUSTER_ROWS,
   clusterPartition,
@@ -10,6 +11,8 @@ import {
   EVICTION,
   EVICTION_ROWS,
   inRange,
+  INTENT,
+  JOURNAL,
   PACER,
   PACER_ROW,
   PLACEMENT,
@@ -22,12 +25,17 @@ import type { DueGroup, EvictionLedger, PacerState, VersionedEviction } from '..
 import { BeforeWrite, FaultOptions, Faults } from './faults';
 import { MemoryAction, MemoryTable, StoredEntity } from './table';
 
-export type LedgerMethod = keyof EvictionLedger;
+export type LedgerMethod = keyof EvictionLedger | keyof WriteJournal;
 
 const WRITES: ReadonlySet<LedgerMethod> = new Set<LedgerMethod>([
   'upsertPlacements',
   'createPlacements',
   'removePlacement',
+  'replacePlacement',
+  'deletePlacement',
+  'openIntents',
+  'updateIntent',
+  'closeIntents',
   'recordEvictions',
   'updateEvictions',
   'updateEviction',
@@ -55,11 +63,14 @@ const WRITES: ReadonlySet<LedgerMethod> = new Set<LedgerMethod>([
  *   others (as the Table adapter does after its batch fails on a conflict) and writes the due groups of
  *   pending rows.
  *
+ * - The write journal (`~journal`) as the Table adapter keeps it: `closeIntents` deletes each intent at its
+ *   ETag on its own (false for one a repair claimed), `openIntents` creates them.
+ *
  * Every call is atomic with respect to other calls (the Table adapter's read-then-delete in
  * `removePlacement` is two requests; here it is one step). `failNext` and `beforeWrite` make chosen calls
  * fail (see `Faults`). ETags are opaque strings that change on every write.
  */
-export class MemoryLedger implements EvictionLedger {
+export class MemoryLedger implements EvictionLedger, WriteJournal {
   readonly table = new MemoryTable();
   readonly faults = new Faults<LedgerMethod>();
 
@@ -130,6 +141,65 @@ export class MemoryLedger implements EvictionLedger {
 
   listPlacements(cluster: string): Promise<PlacementFacts[]> {
     return this.call('listPlacements', [cluster], () => this.table.query(clusterPartitions(cluster), PLACEMENT_ROWS).map(placementFromEntity));
+  }
+
+  getPlacement(cluster: string, bindingKey: string): Promise<VersionedPlacement | undefined> {
+    return this.call('getPlacement', [cluster, bindingKey], () => {
+      const entity = this.table.get(clusterPartition(cluster, bindingKey), PLACEMENT + bindingKey);
+      return entity && { row: placementFromEntity(entity), etag: entity.etag };
+    });
+  }
+
+  replacePlacement(row: PlacementFacts, etag: string): Promise<boolean> {
+    return this.call('replacePlacement', [row, etag], () => this.conditional({ type: 'update', entity: placementEntity(row), etag }));
+  }
+
+  deletePlacement(cluster: string, bindingKey: string, etag: string): Promise<boolean> {
+    return this.call('deletePlacement', [cluster, bindingKey, etag], () =>
+      this.conditional({ type: 'delete', partitionKey: clusterPartition(cluster, bindingKey), rowKey: PLACEMENT + bindingKey, etag }),
+    );
+  }
+
+  /** One conditional write: false when the row changed or is gone (412, 404), as the Table adapter answers. */
+  private conditional(action: MemoryAction): boolean {
+    try {
+      this.table.transaction([action]);
+      return true;
+    } catch (error) {
+      if (statusOf(error) === 412 || statusOf(error) === 404) return false;
+      throw error;
+    }
+  }
+
+  // ----------------------------------------------------------------------------------- write journal
+
+  openIntents(intents: WriteIntent[]): Promise<string[]> {
+    return this.call('openIntents', [intents], () =>
+      this.table.submit(intents.map((intent) => ({ type: 'create', entity: intentEntity(intent) }))).map((etag) => etag ?? ''),
+    );
+  }
+
+  updateIntent(intent: WriteIntent, etag: string): Promise<string | false> {
+    return this.call('updateIntent', [intent, etag], () => {
+      try {
+        return this.table.transaction([{ type: 'update', entity: intentEntity(intent), etag }])[0]!;
+      } catch (error) {
+        if (statusOf(error) === 412 || statusOf(error) === 404) return false;
+        throw error;
+      }
+    });
+  }
+
+  closeIntents(intents: Array<{ id: string; etag: string }>): Promise<boolean[]> {
+    return this.call('closeIntents', [intents], () =>
+      intents.map(({ id, etag }) => this.conditional({ type: 'delete', partitionKey: JOURNAL, rowKey: INTENT + id, etag })),
+    );
+  }
+
+  listIntents(): Promise<VersionedIntent[]> {
+    return this.call('listIntents', [], () =>
+      this.table.query((key) => key === JOURNAL, { ge: '', lt: '\uffff' }).map((e) => ({ intent: intentFromEntity(e), etag: e.etag })),
+    );
   }
 
   // ----------------------------------------------------------------------------------- ledger rows
