@@ -1066,4 +1066,39 @@ describe('policy stores', () => {
     expect((await store.get('cpp:global'))?.value.name).toBe('global');
     expect(await store.get('cpp:empty')).toBeUndefined();
   });
+
+  it('a policy as Karmada stores it (defaulted fields, fields of a newer Karmada) is read, what the app acts on still validated', async () => {
+    const api = new FakeKubeApi();
+    // What Karmada v1.18.2's API server answers for a PropagationPolicy applied with only selectors, placement and failover.
+    const defaulted = {
+      resourceSelectors: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web' }],
+      conflictResolution: 'Abort',
+      preemption: 'Never',
+      priority: 0,
+      placement: {
+        clusterAffinity: { clusterNames: ['member1', 'member2'] },
+        clusterTolerations: [{ key: 'cluster.karmada.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 30 }],
+        replicaScheduling: { replicaSchedulingType: 'Duplicated' },
+        aFieldOfANewerKarmada: { enabled: true },
+      },
+      failover: { application: { decisionConditions: { tolerationSeconds: 10 }, purgeMode: 'Gracefully', gracePeriodSeconds: 600, stateFailoverPolicy: {} } },
+      suspension: { dispatching: false },
+    };
+    api.put(KARMADA.propagationPolicies, { metadata: { name: 'web', namespace: 'shop' }, spec: defaulted });
+    const invalid = structuredClone(defaulted);
+    invalid.failover.application.decisionConditions.tolerationSeconds = -1;
+    api.put(KARMADA.propagationPolicies, { metadata: { name: 'broken', namespace: 'shop' }, spec: invalid });
+    const log = recordingLogger();
+    const store = karmadaPropagationPolicyStore(api, log);
+    const read = (await store.get('pp:shop:web'))?.value;
+    expect(read?.spec.placement).toMatchObject({
+      clusterAffinity: { clusterNames: ['member1', 'member2'] },
+      replicaScheduling: { replicaSchedulingType: 'Duplicated' },
+    });
+    expect(read?.spec.failover?.application?.decisionConditions.tolerationSeconds).toBe(10);
+    expect(read?.spec).not.toHaveProperty('conflictResolution');
+    expect(await store.get('pp:shop:broken')).toBeUndefined();
+    expect(log.warnings.map((w) => w.fields?.name)).toEqual(['shop/broken']);
+    expect(String(log.warnings[0].fields?.errors)).toContain('failover.application.decisionConditions.tolerationSeconds');
+  });
 });

@@ -62,18 +62,26 @@ function metadataOf(object: KubeObject): StoredMetadata {
   };
 }
 
+/** How many rounds of unknown fields are set aside before an object is taken as invalid (nesting depth, in practice). */
+const MAX_PRUNE_ROUNDS = 16;
+
 /**
- * Validates what our apply would validate (name, spec); other metadata is the server's. An object left out
- * is logged when its errors change, not at every listing (`invalid`: what was logged per object).
+ * Validates what our apply would validate (name, spec); other metadata is the server's. Fields our schema
+ * does not know are set aside, not refused: Karmada's API server fills in defaults the app does not use
+ * (`conflictResolution`, `preemption`, ...) and a newer Karmada adds fields; what the app acts on is still
+ * validated as our apply validates it. An object left out is logged when its errors change, not at every
+ * listing (`invalid`: what was logged per object).
  */
 function validated<S extends z.ZodType>(schema: S, object: KubeObject, log: Logger, invalid: StateChanges): z.infer<S> | undefined {
-  const candidate = {
+  const candidate = structuredClone({
     apiVersion: object.apiVersion,
     kind: object.kind,
     metadata: { name: object.metadata.name, ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}) },
     spec: object.spec,
-  };
-  const parsed = schema.safeParse(candidate);
+  }) as Record<string, unknown>;
+  let parsed = schema.safeParse(candidate);
+  for (let round = 0; !parsed.success && round < MAX_PRUNE_ROUNDS && setAsideUnknownKeys(candidate, parsed.error.issues); round++)
+    parsed = schema.safeParse(candidate);
   const name = object.metadata.namespace ? `${object.metadata.namespace}/${object.metadata.name}` : object.metadata.name;
   const subject = `${object.kind}/${name}`;
   if (parsed.success) {
@@ -83,6 +91,28 @@ function validated<S extends z.ZodType>(schema: S, object: KubeObject, log: Logg
   const errors = parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ');
   if (invalid.changed(subject, errors)) log.warn('Karmada object left out: it does not validate', { kind: object.kind, name, errors });
   return undefined;
+}
+
+/**
+ * Removes the keys the issues name as unrecognized (only those, only when every issue is of that kind);
+ * answers whether it removed any.
+ */
+function setAsideUnknownKeys(candidate: Record<string, unknown>, issues: readonly z.core.$ZodIssue[]): boolean {
+  if (issues.length === 0 || issues.some((issue) => issue.code !== 'unrecognized_keys')) return false;
+  let removed = false;
+  for (const issue of issues) {
+    if (issue.code !== 'unrecognized_keys') continue;
+    let at: unknown = candidate;
+    for (const step of issue.path) at = at !== null && typeof at === 'object' ? (at as Record<PropertyKey, unknown>)[step] : undefined;
+    if (at === null || typeof at !== 'object') continue;
+    for (const key of issue.keys) {
+      if (Object.hasOwn(at, key)) {
+        delete (at as Record<string, unknown>)[key];
+        removed = true;
+      }
+    }
+  }
+  return removed;
 }
 
 export function karmadaTaintPolicyStore(api: KubeApi, log: Logger): DocumentStore<PolicyRecord> {
