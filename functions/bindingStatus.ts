@@ -5,6 +5,7 @@ import { bindingStatusReportSchema } from '../shared/api/resources';
 import { reportBindingStatus } from '../shared/controllers/bindingStatus';
 import { BindingRef, displayName } from '../shared/failover/bindingModel';
 import { requireAdmin } from '../shared/http/auth';
+import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json, readDocuments } from '../shared/http/respond';
 import { controlPlane } from '../shared/runtime';
 
@@ -19,12 +20,13 @@ async function serve(req: HttpRequest, ref: BindingRef) {
 }
 
 /** POST /api/resourcebindings/{namespace}/{name}/status: workload health per cluster. */
-export const resourceBindingStatus = httpFunction(async (req) =>
-  serve(req, { kind: 'ResourceBinding', namespace: req.params.namespace, name: req.params.name }),
-);
+export const resourceBindingStatus = httpFunction(async (req) => {
+  const { namespace, name } = routeParams(req);
+  return serve(req, { kind: 'ResourceBinding', namespace, name });
+});
 
 /** POST /api/clusterresourcebindings/{name}/status */
-export const clusterResourceBindingStatus = httpFunction(async (req) => serve(req, { kind: 'ClusterResourceBinding', name: req.params.name }));
+export const clusterResourceBindingStatus = httpFunction(async (req) => serve(req, { kind: 'ClusterResourceBinding', name: routeParams(req).name }));
 
 app.http('resourceBindingStatus', {
   methods: [...ALL_METHODS],

@@ -2,6 +2,7 @@ import { app, HttpRequest } from '@azure/functions';
 import { notFound } from '../shared/api/errors';
 import { explainBinding } from '../shared/controllers/why';
 import { BindingRef, displayName } from '../shared/failover/bindingModel';
+import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { controlPlane } from '../shared/runtime';
 
@@ -13,10 +14,13 @@ async function serve(req: HttpRequest, ref: BindingRef) {
 }
 
 /** GET /api/resourcebindings/{namespace}/{name}/why: placement, tasks, ledger rows, events, and why. */
-export const resourceBindingWhy = httpFunction(async (req) => serve(req, { kind: 'ResourceBinding', namespace: req.params.namespace, name: req.params.name }));
+export const resourceBindingWhy = httpFunction(async (req) => {
+  const { namespace, name } = routeParams(req);
+  return serve(req, { kind: 'ResourceBinding', namespace, name });
+});
 
 /** GET /api/clusterresourcebindings/{name}/why */
-export const clusterResourceBindingWhy = httpFunction(async (req) => serve(req, { kind: 'ClusterResourceBinding', name: req.params.name }));
+export const clusterResourceBindingWhy = httpFunction(async (req) => serve(req, { kind: 'ClusterResourceBinding', name: routeParams(req).name }));
 
 app.http('resourceBindingWhy', {
   methods: [...ALL_METHODS],

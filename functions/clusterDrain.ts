@@ -1,6 +1,7 @@
 import { app } from '@azure/functions';
 import { drainCluster, uncordonCluster } from '../shared/controllers/drain';
 import { requireAdmin } from '../shared/http/auth';
+import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
@@ -10,7 +11,7 @@ export const clusterDrain = httpFunction(async (req) => {
   allowMethods(req, ['POST']);
   const plane = controlPlane();
   requireAdmin(req, plane.config.auth);
-  return json(200, await drainCluster(plane, req.params.name));
+  return json(200, await drainCluster(plane, routeParams(req).name));
 });
 
 /** POST /api/clusters/{name}/uncordon: remove the drain's cordon and abandon its waiting evictions. */
@@ -18,7 +19,7 @@ export const clusterUncordon = httpFunction(async (req) => {
   allowMethods(req, ['POST']);
   const plane = controlPlane();
   requireAdmin(req, plane.config.auth);
-  return json(200, await uncordonCluster(plane, req.params.name));
+  return json(200, await uncordonCluster(plane, routeParams(req).name));
 });
 
 app.http('clusterDrain', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusters/{name}/drain', ...handingOff(clusterDrain) });

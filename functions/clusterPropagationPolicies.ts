@@ -3,6 +3,7 @@ import { notFound } from '../shared/api/errors';
 import { deletePropagationPolicy, getPropagationPolicy, listPropagationPolicies } from '../shared/controllers/propagationPolicies';
 import { policyDisplay } from '../shared/failover/propagation';
 import { requireAdmin } from '../shared/http/auth';
+import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
@@ -10,7 +11,7 @@ import { controlPlane } from '../shared/runtime';
 /** GET /api/clusterpropagationpolicies[/{name}], DELETE /api/clusterpropagationpolicies/{name}. */
 export const clusterPropagationPolicies = httpFunction(async (req) => {
   const plane = controlPlane();
-  const name = req.params.name;
+  const name = routeParams(req).name;
   if (!name) {
     allowMethods(req, ['GET']);
     return json(200, {

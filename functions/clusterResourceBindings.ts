@@ -2,6 +2,7 @@ import { app } from '@azure/functions';
 import { notFound } from '../shared/api/errors';
 import { deleteBinding, getBinding, listBindings } from '../shared/controllers/bindings';
 import { requireAdmin } from '../shared/http/auth';
+import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
@@ -9,7 +10,7 @@ import { controlPlane } from '../shared/runtime';
 /** GET /api/clusterresourcebindings[/{name}], DELETE /api/clusterresourcebindings/{name}. */
 export const clusterResourceBindings = httpFunction(async (req) => {
   const plane = controlPlane();
-  const name = req.params.name;
+  const name = routeParams(req).name;
   if (!name) {
     allowMethods(req, ['GET']);
     return json(200, {

@@ -2,13 +2,14 @@ import { app } from '@azure/functions';
 import { notFound } from '../shared/api/errors';
 import { acknowledgeTaintPolicy, deleteTaintPolicy, getTaintPolicy, listTaintPolicies } from '../shared/controllers/taintPolicies';
 import { requireAdmin } from '../shared/http/auth';
+import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { controlPlane } from '../shared/runtime';
 
 /** GET /api/clustertaintpolicies, GET and DELETE /api/clustertaintpolicies/{name}. */
 export const clusterTaintPolicies = httpFunction(async (req) => {
   const plane = controlPlane();
-  const name = req.params.name;
+  const name = routeParams(req).name;
   if (!name) {
     allowMethods(req, ['GET']);
     return json(200, { apiVersion: 'policy.karmada.io/v1alpha1', kind: 'ClusterTaintPolicyList', items: await listTaintPolicies(plane) });
@@ -29,8 +30,9 @@ export const clusterTaintPolicyAcknowledge = httpFunction(async (req) => {
   allowMethods(req, ['POST']);
   const plane = controlPlane();
   requireAdmin(req, plane.config.auth);
-  const answer = await acknowledgeTaintPolicy(plane, req.params.name);
-  if (!answer) throw notFound(`ClusterTaintPolicy "${req.params.name}" not found`);
+  const { name } = routeParams(req);
+  const answer = await acknowledgeTaintPolicy(plane, name);
+  if (!answer) throw notFound(`ClusterTaintPolicy "${name}" not found`);
   return json(200, answer);
 });
 

@@ -2,19 +2,20 @@ import { app } from '@azure/functions';
 import { notFound } from '../shared/api/errors';
 import { deleteCluster, getCluster, listClusters } from '../shared/controllers/clusters';
 import { requireAdmin } from '../shared/http/auth';
+import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
-/** GET /api/clusters, GET and DELETE /api/clusters/{name}. */
+/** GET (and HEAD) /api/clusters, GET and DELETE /api/clusters/{name}. */
 export const clusters = httpFunction(async (req) => {
+  const { name } = routeParams(req);
   const plane = controlPlane();
-  const name = req.params.name;
   if (!name) {
-    allowMethods(req, ['GET']);
+    allowMethods(req, ['GET', 'HEAD']);
     return json(200, { apiVersion: 'cluster.karmada.io/v1alpha1', kind: 'ClusterList', items: await listClusters(plane) });
   }
-  allowMethods(req, ['GET', 'DELETE']);
+  allowMethods(req, ['GET', 'HEAD', 'DELETE']);
   if (req.method.toUpperCase() === 'DELETE') {
     requireAdmin(req, plane.config.auth);
     if (!(await deleteCluster(plane, name))) throw notFound(`cluster "${name}" not found`);

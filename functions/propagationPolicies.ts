@@ -3,6 +3,7 @@ import { notFound } from '../shared/api/errors';
 import { deletePropagationPolicy, getPropagationPolicy, listPropagationPolicies } from '../shared/controllers/propagationPolicies';
 import { policyDisplay } from '../shared/failover/propagation';
 import { requireAdmin } from '../shared/http/auth';
+import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
@@ -10,7 +11,7 @@ import { controlPlane } from '../shared/runtime';
 /** GET /api/propagationpolicies[/{namespace}[/{name}]], DELETE /api/propagationpolicies/{namespace}/{name}. */
 export const propagationPolicies = httpFunction(async (req) => {
   const plane = controlPlane();
-  const { namespace, name } = req.params;
+  const { namespace, name } = routeParams(req);
   if (!namespace || !name) {
     allowMethods(req, ['GET']);
     return json(200, {

@@ -2,26 +2,28 @@ import { app } from '@azure/functions';
 import { z } from 'zod';
 import { badRequest, notFound, toFieldErrors } from '../shared/api/errors';
 import { objectName } from '../shared/api/resources';
+import { apiVersionSchema, kindSchema, templateNamespaceSchema } from '../shared/api/templates';
 import { deleteTemplate, getTemplate, listTemplates } from '../shared/controllers/templates';
 import { requireAdmin } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
+// The rules of a template's own fields: a value outside them names no template and would not be a valid storage key.
 const templateQuery = z.strictObject({
-  apiVersion: z.string().min(1).max(253).optional(),
-  kind: z.string().min(1).max(63).optional(),
-  namespace: z.string().min(1).max(63).optional(),
+  apiVersion: apiVersionSchema.optional(),
+  kind: kindSchema.optional(),
+  namespace: templateNamespaceSchema.optional(),
   name: objectName.optional(),
 });
 
 /**
- * GET /api/templates?apiVersion=&kind=&namespace=&name=: resource templates (one when all of apiVersion,
- * kind and name are given); DELETE with apiVersion, kind, name (and namespace): deletes the template and
- * the binding it derived.
+ * GET (and HEAD) /api/templates?apiVersion=&kind=&namespace=&name=: resource templates (one when all of
+ * apiVersion, kind and name are given); DELETE with apiVersion, kind, name (and namespace): deletes the
+ * template and the binding it derived.
  */
 export const templates = httpFunction(async (req) => {
-  allowMethods(req, ['GET', 'DELETE']);
+  allowMethods(req, ['GET', 'HEAD', 'DELETE']);
   const parsed = templateQuery.safeParse(Object.fromEntries(req.query.entries()));
   if (!parsed.success) throw badRequest(toFieldErrors(parsed.error).map((e) => ({ ...e, path: `query.${e.path}` })));
   const plane = controlPlane();

@@ -16,6 +16,14 @@ export function clusterKey(signingKey: string, cluster: string): string {
   return createHmac('sha256', signingKey).update(cluster, 'utf8').digest('hex');
 }
 
+/**
+ * A cluster's explicit key (REPORTER_CLUSTER_KEYS), if it has one. Own entries only: a cluster named
+ * "constructor" or "toString" gets its own key, not what every object inherits.
+ */
+export function explicitClusterKey(keys: Readonly<Record<string, string>>, cluster: string): string | undefined {
+  return Object.hasOwn(keys, cluster) ? keys[cluster] : undefined;
+}
+
 /** `sha256=<hex of HMAC-SHA256(key, timestamp + "." + raw body)>` */
 export function signReport(key: string, timestamp: string, body: string | Uint8Array): string {
   const mac = createHmac('sha256', key);

@@ -45,5 +45,10 @@ export async function azureResourceClusters(plane: ControlPlane): Promise<(resou
     const id = value.annotations[AZURE_RESOURCE_ANNOTATION];
     if (id) byAnnotation.set(id.toLowerCase(), value.name);
   }
-  return (resourceId) => plane.config.alerts.azureMonitorClusterMap[resourceId.toLowerCase()] ?? byAnnotation.get(resourceId.toLowerCase());
+  const configured = plane.config.alerts.azureMonitorClusterMap;
+  return (resourceId) => {
+    const id = resourceId.toLowerCase();
+    // Own entries only: an id such as "constructor" must not find Object.prototype's.
+    return (Object.hasOwn(configured, id) ? configured[id] : undefined) ?? byAnnotation.get(id);
+  };
 }

@@ -1,6 +1,8 @@
 import type { AppliedObject } from '../api/decode';
-import { ManagedInKarmadaError } from '../api/errors';
+import { reportedErrors } from '../api/decode';
+import { ApiError, FieldError, ManagedInKarmadaError } from '../api/errors';
 import { mapConcurrent } from '../concurrency';
+import { MAX_ENTITY_BYTES, storedDocumentBytes } from '../store/tableStorage';
 import { applyBindings } from './bindingBatch';
 import { applyBinding } from './bindings';
 import { applyBudget } from './budgets';
@@ -8,8 +10,9 @@ import { applyCluster } from './clusters';
 import type { ControlPlane } from './ports';
 import { applyPropagationPolicy } from './propagationPolicies';
 import type { ApplyAction } from './state/derivation';
+import { underDerivationIntent } from './state/derivation';
 import { applyTaintPolicy } from './taintPolicies';
-import { applyTemplate } from './templates';
+import { applyTemplate, newTemplateRecord } from './templates';
 
 export type { ApplyAction } from './state/derivation';
 
@@ -17,6 +20,31 @@ export type { ApplyAction } from './state/derivation';
 const TEMPLATE_CONCURRENCY = 16;
 /** How many consecutive Clusters of one request are applied at once (each is its own document, ETag-checked). */
 const CLUSTER_CONCURRENCY = 8;
+/** Room an object must leave in its stored document for what the app adds later (status, conditions, claims). */
+const STATUS_RESERVE_BYTES = 64 * 1024;
+/** The most an applied object may take stored. */
+export const MAX_STORED_OBJECT_BYTES = MAX_ENTITY_BYTES - STATUS_RESERVE_BYTES;
+
+/**
+ * The objects that would not fit in one stored document ("ConfigMap default/big", its index and size): each
+ * measured as it will be stored (a template as its record, with its labels and annotations twice; one of ours
+ * without the status it ignores).
+ */
+export function objectsTooLargeToStore(objects: readonly AppliedObject[]): Array<{ document: number; object: string; bytes: number }> {
+  const found: Array<{ document: number; object: string; bytes: number }> = [];
+  objects.forEach((item, document) => {
+    let stored: unknown;
+    if (item.kind === 'ResourceTemplate') stored = newTemplateRecord(item.object, new Date(0));
+    else {
+      const { status: _ignored, ...rest } = item.object as Record<string, unknown>;
+      stored = rest;
+    }
+    const bytes = storedDocumentBytes(stored);
+    if (bytes > MAX_STORED_OBJECT_BYTES)
+      found.push({ document, object: `${item.kind === 'ResourceTemplate' ? item.object.kind : item.kind} ${item.name}`, bytes });
+  });
+  return found;
+}
 
 /**
  * POST /api/apply: validated objects; the app's own kinds in the order given (consecutive Clusters several at
@@ -28,6 +56,17 @@ export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]
   // Karmada mode: every kind we accept is Karmada's, applied to its API server (nothing here is half-applied).
   const first = objects[0];
   if (plane.karmada && first) throw new ManagedInKarmadaError(first.kind === 'ResourceTemplate' ? first.object.kind : first.kind);
+  // All or nothing: an object the store would refuse is refused before the ones ahead of it are written.
+  const tooLarge = objectsTooLargeToStore(objects);
+  if (tooLarge.length > 0) {
+    const errors: FieldError[] = tooLarge.map(({ document, object, bytes }) => ({
+      document,
+      path: '',
+      message: `${object} is too large to store: ${bytes} bytes stored, the limit is ${MAX_STORED_OBJECT_BYTES} (one storage entity of ${MAX_ENTITY_BYTES} bytes, less room for its status)`,
+    }));
+    const what = tooLarge.length === 1 ? `${tooLarge[0].object} is` : `${tooLarge.length} objects are`;
+    throw new ApiError(413, `${what} too large to store; nothing was applied`, reportedErrors(errors));
+  }
   const actions = new Array<ApplyAction>(objects.length);
   const templates: number[] = [];
   for (let index = 0; index < objects.length; index++) {
@@ -64,9 +103,14 @@ export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]
       index = end - 1;
     } else actions[index] = await applyOne(plane, item);
   }
-  await mapConcurrent(templates, TEMPLATE_CONCURRENCY, async (index) => {
-    actions[index] = await applyOne(plane, objects[index]);
-  });
+  // One derivation intent for the request's templates: a host killed between storing a template and deriving
+  // its binding leaves it open, and the write journal's repair derives every template again.
+  if (templates.length > 0)
+    await underDerivationIntent(plane, () =>
+      mapConcurrent(templates, TEMPLATE_CONCURRENCY, async (index) => {
+        actions[index] = await applyOne(plane, objects[index]);
+      }),
+    );
   return objects.map((item, index) => ({ kind: item.kind === 'ResourceTemplate' ? item.object.kind : item.kind, name: item.name, action: actions[index] }));
 }
 

@@ -151,6 +151,25 @@ async function deriveBinding(plane: ControlPlane, template: TemplateRecord, clai
 }
 
 /**
+ * A template as first stored, before any policy claims it (the claim adds a label or two). Also what
+ * apply measures to refuse a template too large to store before anything is written.
+ */
+export function newTemplateRecord(input: TemplateInput, now: Date): TemplateRecord {
+  const namespace = templateNamespace(input.kind, input.metadata.namespace);
+  const ref: TemplateRef = { apiVersion: input.apiVersion, kind: input.kind, ...(namespace !== undefined ? { namespace } : {}), name: input.metadata.name };
+  return {
+    ...ref,
+    uid: randomUUID(),
+    createdAt: now.toISOString(),
+    generation: 1,
+    labels: input.metadata.labels ?? {},
+    annotations: input.metadata.annotations ?? {},
+    manifest: manifestOf(input, namespace),
+    resourceVersion: '1',
+  };
+}
+
+/**
  * Applies a template: stored with the claim of the policy that ranks first (one write), one event, then
  * its binding derived.
  */
@@ -162,11 +181,8 @@ export async function applyTemplate(plane: ControlPlane, input: TemplateInput): 
   const candidates = await loadPropagationPolicies(plane);
   let before: PolicyRef | undefined;
   const { result: written } = await mutate<TemplateRecord, { action: ApplyAction; record?: TemplateRecord }>(plane.templates, key, (current) => {
-    const now = plane.clock.now().toISOString();
     before = current?.value.claimedBy;
-    const next: TemplateRecord = current
-      ? { ...current.value }
-      : { ...ref, uid: randomUUID(), createdAt: now, generation: 1, labels: {}, annotations: {}, manifest, resourceVersion: '1' };
+    const next: TemplateRecord = current ? { ...current.value } : newTemplateRecord(input, plane.clock.now());
     next.labels = input.metadata.labels ?? {};
     next.annotations = input.metadata.annotations ?? {};
     next.manifest = manifest;

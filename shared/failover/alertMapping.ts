@@ -16,6 +16,10 @@ export interface AlertmanagerMapping {
 
 const STATUSES: readonly string[] = ['True', 'False', 'Unknown'];
 
+/** A label's value; own labels only, so a label name such as "constructor" is never what objects inherit. */
+const labelOf = (labels: Readonly<Record<string, string>> | undefined, name: string): string | undefined =>
+  labels && Object.hasOwn(labels, name) ? labels[name] : undefined;
+
 /**
  * Alertmanager: the cluster label names the cluster, the condition label (else the alert name) the
  * condition type; firing sets it False (or the status the status label names), resolved sets it True. When
@@ -25,25 +29,25 @@ export function mapAlertmanager(payload: AlertmanagerPayload, mapping: Alertmana
   const batch: AlertBatch = { byCluster: new Map(), unmatched: [] };
   const latest = new Map<string, { at: number; cluster: string; condition: { type: string; status: ConditionStatus; reason: string; message?: string } }>();
   payload.alerts.forEach((alert, index) => {
-    const name = alert.labels.alertname ?? `alerts[${index}]`;
-    const cluster = alert.labels[mapping.clusterLabel];
+    const name = labelOf(alert.labels, 'alertname') ?? `alerts[${index}]`;
+    const cluster = labelOf(alert.labels, mapping.clusterLabel);
     if (!cluster) {
       batch.unmatched.push({ alert: name, why: `no "${mapping.clusterLabel}" label` });
       return;
     }
-    const rawType = alert.labels[mapping.conditionLabel] ?? alert.labels.alertname;
+    const rawType = labelOf(alert.labels, mapping.conditionLabel) ?? labelOf(alert.labels, 'alertname');
     if (!rawType) {
       batch.unmatched.push({ alert: name, why: `no "${mapping.conditionLabel}" or "alertname" label` });
       return;
     }
     const type = conditionTypeFrom(rawType, 'AlertmanagerAlert');
-    const named = alert.labels[mapping.statusLabel];
+    const named = labelOf(alert.labels, mapping.statusLabel);
     const status: ConditionStatus = alert.status === 'resolved' ? 'True' : named && STATUSES.includes(named) ? (named as ConditionStatus) : 'False';
     const at = Date.parse((alert.status === 'resolved' ? alert.endsAt : alert.startsAt) ?? '') || 0;
     const id = `${cluster}\u0000${type}`;
     const previous = latest.get(id);
     if (previous && previous.at > at) return;
-    const message = alert.annotations?.summary ?? alert.annotations?.description;
+    const message = labelOf(alert.annotations, 'summary') ?? labelOf(alert.annotations, 'description');
     latest.set(id, {
       at,
       cluster,
@@ -74,7 +78,9 @@ export function mapAzureMonitor(payload: AzureMonitorPayload, clusterOfResource:
   const type = conditionTypeFrom(essentials.alertRule, 'AzureMonitorAlert');
   const status: ConditionStatus = essentials.monitorCondition === 'Resolved' ? 'True' : 'False';
   for (const target of essentials.alertTargetIDs) {
-    const cluster = clusterOfResource(target);
+    // A lookup backed by a plain object answers an inherited member for "constructor" or "__proto__": no cluster.
+    const found: unknown = clusterOfResource(target);
+    const cluster = typeof found === 'string' && found !== '' ? found : undefined;
     if (!cluster) {
       batch.unmatched.push({ alert: essentials.alertRule, why: `no cluster is mapped to ${target}` });
       continue;

@@ -1,6 +1,6 @@
 import type { HttpRequest } from '@azure/functions';
 import { ApiError } from '../api/errors';
-import { bearerMatches, CLUSTER_HEADER, clusterKey, SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyReport } from '../auth/signing';
+import { bearerMatches, CLUSTER_HEADER, clusterKey, explicitClusterKey, SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyReport } from '../auth/signing';
 import type { AuthSettings } from '../config';
 
 /** The admin API (apply, DELETE, pause/resume): `Authorization: Bearer <ADMIN_TOKEN>`. */
@@ -52,7 +52,7 @@ function derivedKey(auth: AuthSettings, signingKey: string, cluster: string): st
 export function verifyClusterReport(req: HttpRequest, auth: AuthSettings, cluster: string, body: Uint8Array, now: Date): ReportAuth | undefined {
   if (auth.mode === 'none') return undefined;
   const keyOf = (name: string): string => {
-    const explicit = auth.clusterKeys[name];
+    const explicit = explicitClusterKey(auth.clusterKeys, name);
     if (explicit) return explicit;
     if (!auth.signingKey) throw new ApiError(503, 'health reports are disabled: REPORTER_SIGNING_KEY is not configured and AUTH_MODE is required');
     return derivedKey(auth, auth.signingKey, name);

@@ -18,7 +18,9 @@ export const json = (status: number, body: unknown, headers: Record<string, stri
 
 /** Throws 405 (with Allow) unless the request's method is one the route serves. */
 export function allowMethods(req: HttpRequest, allowed: readonly string[]): void {
-  if (!allowed.includes(req.method.toUpperCase())) {
+  // HEAD is GET without the body (the hosts drop it): allowed wherever GET is.
+  const method = req.method.toUpperCase();
+  if (!allowed.includes(method) && !(method === 'HEAD' && allowed.includes('GET'))) {
     throw new ApiError(405, `method ${req.method} is not allowed here; allowed: ${allowed.join(', ')}`, [], { allow: allowed.join(', ') });
   }
 }

@@ -1,10 +1,11 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { HttpRequest, HttpResponse, HttpResponseInit } from '@azure/functions';
+import { loadConfig } from '../config';
 import type { RegisteredFunction } from './functionsCore';
 import { triggerOf } from './functionsCore';
 import type { Invoke } from './invoke';
 import type { HostLifecycle } from './lifecycle';
-import { routeTable } from './routes';
+import { BadRouteError, dotSegmentOf, routeTable } from './routes';
 
 /**
  * The local host's HTTP triggers: one node:http server that matches `<routePrefix>/<route>` templates,
@@ -15,19 +16,38 @@ import { routeTable } from './routes';
 export interface HttpRunnerOptions {
   functions: readonly RegisteredFunction[];
   routePrefix: string;
-  /** Upper bound on request bodies (Azure's front end allows 100 MB). */
+  /** Upper bound on request bodies; MAX_REQUEST_BODY_BYTES when not given. */
   maxBodyBytes?: number;
   lifecycle: HostLifecycle;
   invoke: Invoke;
 }
+
+/** Azure's front end's own bound, used only when the app settings do not parse (the host reports those itself). */
+const FRONT_END_BODY_LIMIT = 100 * 1024 * 1024;
+/** How long a refused request's body is read and dropped, so that the client reads the answer, before its connection is dropped. */
+const REFUSED_UPLOAD_GRACE_MS = 1000;
+
+/** The limit the functions apply (MAX_REQUEST_BODY_BYTES): the host reads no more than they would accept. */
+function configuredBodyLimit(): number {
+  try {
+    return loadConfig().maxRequestBodyBytes;
+  } catch {
+    return FRONT_END_BODY_LIMIT;
+  }
+}
+
+class BodyTooLargeError extends Error {}
 
 type Match = ReturnType<typeof routeTable<RegisteredFunction>>;
 
 export class HttpRunner {
   private server?: Server;
   url = '';
+  private readonly maxBodyBytes: number;
 
-  constructor(private readonly options: HttpRunnerOptions) {}
+  constructor(private readonly options: HttpRunnerOptions) {
+    this.maxBodyBytes = options.maxBodyBytes ?? configuredBodyLimit();
+  }
 
   /** Listens on `port` (0 picks a free one) and sets `url`. */
   async listen(port: number, host = '127.0.0.1'): Promise<string> {
@@ -37,7 +57,7 @@ export class HttpRunner {
     );
     const server = createServer((req, res) => {
       if (this.options.lifecycle.stopping) {
-        sendJson(res, 503, { error: 'the host is shutting down' });
+        refuse(req, res, 503, 'the host is shutting down');
         return;
       }
       void this.options.lifecycle.track(this.serve(req, res, match));
@@ -71,31 +91,43 @@ export class HttpRunner {
   }
 
   private async serve(req: IncomingMessage, res: ServerResponse, match: Match): Promise<void> {
-    const url = new URL(req.url ?? '/', this.url);
+    const target = req.url ?? '/';
+    // Refused before URL parsing, which would resolve them: "x/evictiontasks/%2e%2e" must not become "x".
+    const dot = dotSegmentOf(target);
+    if (dot !== undefined) return refuse(req, res, 400, `the URL path may not hold the dot segment "${dot}" ("." or ".."): name the resource directly`);
+    let url: URL;
     let found: ReturnType<Match>;
     try {
+      // Appended to the origin, not resolved against it: a target starting with "//" stays a path.
+      url = new URL(this.url + (target.startsWith('/') ? target : `/${target}`));
       found = match(url.pathname);
-    } catch {
-      return sendJson(res, 400, { error: 'the URL path is not valid percent-encoding' });
+    } catch (error) {
+      return refuse(req, res, 400, error instanceof BadRouteError ? error.message : 'the URL is not valid');
     }
-    if (!found) return sendJson(res, 404, { error: `no function serves ${req.method} ${url.pathname}` });
+    if (!found) return refuse(req, res, 404, `no function serves ${req.method} ${url.pathname}`);
     const fn = found.target;
     const methods = (triggerOf(fn).methods as string[] | undefined) ?? ['GET', 'POST'];
     if (!methods.includes((req.method ?? 'GET').toUpperCase())) {
       res.setHeader('allow', methods.join(', '));
-      return sendJson(res, 405, { error: `method ${req.method} is not allowed here` });
+      return refuse(req, res, 405, `method ${req.method} is not allowed here`);
     }
-    const limit = this.options.maxBodyBytes ?? 100 * 1024 * 1024;
+    const limit = this.maxBodyBytes;
+    // A declared length over the limit is refused before a byte of the body is read.
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > limit) return refuse(req, res, 413, `request body is ${declared} bytes; the limit is ${limit} bytes`);
     let body: Buffer;
     try {
       body = await readAll(req, limit);
-    } catch {
-      return sendJson(res, 413, { error: `request body exceeds ${limit} bytes` });
+    } catch (error) {
+      if (error instanceof BodyTooLargeError) return refuse(req, res, 413, `request body exceeds ${limit} bytes`);
+      // The client went away mid-body: there is no one to answer.
+      req.destroy();
+      return;
     }
-    const headers: Record<string, string> = {};
-    for (const [key, value] of Object.entries(req.headers)) {
-      if (value !== undefined) headers[key] = Array.isArray(value) ? value.join(', ') : value;
-    }
+    // Built with fromEntries, so a header named like an inherited property ("__proto__") is data.
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).flatMap(([key, value]) => (value === undefined ? [] : [[key, Array.isArray(value) ? value.join(', ') : value]])),
+    );
     const request = new HttpRequest({
       method: req.method ?? 'GET',
       url: url.toString(),
@@ -126,7 +158,11 @@ export class HttpRunner {
       })) as { headers: Array<[string, string]>; payload: Buffer };
       res.statusCode = status;
       for (const [key, value] of headers) res.setHeader(key, value);
-      res.end(req.method === 'HEAD' ? undefined : payload);
+      if (req.method === 'HEAD') {
+        // The length GET would send, without the body.
+        res.setHeader('content-length', payload.byteLength);
+        res.end();
+      } else res.end(payload);
     } catch {
       status = 500;
       if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
@@ -140,21 +176,43 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
+/**
+ * Answers before the function runs. A body still arriving is read and dropped, never kept: a client that
+ * is still sending gets this answer rather than a reset connection (a socket closed with unread data
+ * resets). The connection goes once the client is done, or after a moment if it is not.
+ */
+function refuse(req: IncomingMessage, res: ServerResponse, status: number, error: string): void {
+  if (!req.complete) {
+    const drop = setTimeout(() => req.socket.destroy(), REFUSED_UPLOAD_GRACE_MS).unref();
+    req.once('end', () => clearTimeout(drop));
+    req.removeAllListeners('data');
+    req.resume();
+  }
+  sendJson(res, status, { error });
+}
+
+/** The body, or BodyTooLargeError as soon as more than `limit` bytes arrived (nothing after that is kept). */
 function readAll(req: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
-        reject(new Error('too large'));
-        req.destroy();
+        // Nothing more is kept: what was read goes, and the caller answers 413 (see refuse).
+        chunks.length = 0;
+        req.off('data', onData);
+        reject(new BodyTooLargeError());
         return;
       }
       chunks.push(chunk);
-    });
+    };
+    req.on('data', onData);
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
+    req.on('close', () => {
+      if (!req.complete) reject(new Error('the client closed the connection before the body was complete'));
+    });
   });
 }
 

@@ -6,9 +6,45 @@
 export interface CompiledRoute<T> {
   template: string;
   target: T;
+  /** The decoded parameters, or undefined when the path is not this route's; throws BadRouteError on a parameter no route may take. */
   match(path: string): Record<string, string> | undefined;
   /** Higher is more specific: literal segments first. */
   specificity: number;
+}
+
+/** A request path refused before any function runs (400): bad percent-encoding, a dot segment, a parameter that spans segments. */
+export class BadRouteError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'BadRouteError';
+  }
+}
+
+// "/" and "\" would make one parameter several path segments (and are not allowed in a stored key, nor
+// are "#", "?" and control characters); a name never holds them.
+// eslint-disable-next-line no-control-regex -- control characters are among what it refuses
+const NOT_IN_A_SEGMENT = /[/\\#?\u0000-\u001f\u007f-\u009f]/;
+
+function decodeSegment(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new BadRouteError('the URL path is not valid percent-encoding');
+  }
+}
+
+/**
+ * The first dot segment ("." or "..", also percent-encoded as "%2e") of a request target's path, if any.
+ * URL normalisation resolves them before routing, so "clusters/x/status/%2e%2e" would reach DELETE
+ * clusters/x: such paths are refused instead. "\" counts as a separator, as URL parsing treats it so.
+ */
+export function dotSegmentOf(requestTarget: string): string | undefined {
+  const path = requestTarget.split(/[?#]/, 1)[0];
+  for (const raw of path.split(/[/\\]/)) {
+    if (raw === '' || !/^(?:\.|%2e){1,2}$/i.test(raw)) continue;
+    return raw;
+  }
+  return undefined;
 }
 
 export function compileRoute<T>(template: string, target: T): CompiledRoute<T> {
@@ -16,7 +52,7 @@ export function compileRoute<T>(template: string, target: T): CompiledRoute<T> {
     .replace(/^\/+|\/+$/g, '')
     .split('/')
     .filter(Boolean);
-  const names: string[] = [];
+  const names: Array<{ name: string; catchAll: boolean }> = [];
   let pattern = '^';
   let literals = 0;
   for (const segment of segments) {
@@ -27,7 +63,7 @@ export function compileRoute<T>(template: string, target: T): CompiledRoute<T> {
       continue;
     }
     const [, catchAll, name, optional] = param;
-    names.push(name);
+    names.push({ name, catchAll: !!catchAll });
     if (catchAll) pattern += '(?:/(.*))?';
     else if (optional) pattern += '(?:/([^/]+))?';
     else pattern += '/([^/]+)';
@@ -41,8 +77,14 @@ export function compileRoute<T>(template: string, target: T): CompiledRoute<T> {
       const found = regex.exec(path.startsWith('/') ? path : '/' + path);
       if (!found) return undefined;
       const params: Record<string, string> = {};
-      names.forEach((name, i) => {
-        if (found[i + 1] !== undefined) params[name] = decodeURIComponent(found[i + 1]);
+      names.forEach(({ name, catchAll }, i) => {
+        if (found[i + 1] === undefined) return;
+        const value = decodeSegment(found[i + 1]);
+        // A catch-all spans segments by design; any other parameter is one segment, also once decoded.
+        if (!catchAll && NOT_IN_A_SEGMENT.test(value)) {
+          throw new BadRouteError(`route parameter "${name}" must be one path segment: it may not hold "/", "\\", "#", "?" or control characters`);
+        }
+        params[name] = value;
       });
       return params;
     },

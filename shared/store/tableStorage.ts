@@ -35,6 +35,41 @@ export const TABLES = {
 // A string property holds at most 32 Ki UTF-16 units; documents are split into chunks below that.
 const CHUNK = 30_000;
 const MAX_CHUNKS = 30;
+/** The service's limit on one entity: 1 MiB, keys and property names included. */
+export const MAX_ENTITY_BYTES = 1024 * 1024;
+// Row and partition keys hold at most 1 KiB characters each: sized at that, a document's measure holds for any key.
+const MAX_KEY_CHARS = 1024;
+
+/** A document's JSON cut into the string properties `doc0`, `doc1`, ... it is stored in. */
+function documentChunks(json: string): string[] {
+  const chunks: string[] = [];
+  for (let i = 0; i === 0 || i < json.length; i += CHUNK) chunks.push(json.slice(i, i + CHUNK));
+  return chunks;
+}
+
+/**
+ * The bytes a document takes as the entity TableDocumentStore writes (its JSON in `doc<i>` properties,
+ * the chunk count, the keys at their longest), by the service's own measure (8 bytes and the UTF-16 name
+ * per property, strings in UTF-16); or by the UTF-8 size of the entity's JSON in the request, which Azurite
+ * measures, when that is larger and could pass the limit. Over MAX_ENTITY_BYTES the write fails, so callers
+ * check before writing anything.
+ */
+export function storedDocumentBytes(value: unknown): number {
+  const chunks = documentChunks(JSON.stringify(value) ?? 'null');
+  const chars = chunks.reduce((n, chunk) => n + chunk.length, 0);
+  const property = (name: string) => 8 + 2 * name.length;
+  // Keys, Timestamp (8 bytes), `chunks` (Int32), then each `doc<i>` (a string: 4 bytes and its UTF-16).
+  let service = 4 + 2 * 2 * MAX_KEY_CHARS + property('Timestamp') + 8 + property('chunks') + 4;
+  chunks.forEach((chunk, i) => (service += property(`doc${i}`) + 4 + 2 * chunk.length));
+  // A character is at most 3 UTF-8 bytes once JSON-escaped (an escaped quote or backslash is 2): the request is measured only when that could pass the limit.
+  const wireBound = 3 * chars + 64 * chunks.length + 3 * 2 * MAX_KEY_CHARS + 256;
+  if (wireBound <= MAX_ENTITY_BYTES) return service;
+  const wire =
+    chunks.reduce((n, chunk, i) => n + Buffer.byteLength(JSON.stringify(chunk)) + `,"doc${i}":`.length, 0) +
+    Buffer.byteLength(`{"PartitionKey":"","RowKey":"","chunks":${chunks.length}}`) +
+    3 * 2 * MAX_KEY_CHARS;
+  return Math.max(service, wire);
+}
 // A transaction's body may hold 4 MiB: documents are packed into transactions well below that.
 const TRANSACTION_BYTES = 3 * 1024 * 1024;
 /** Transactions of one `writeMany` in flight at once (a partition's transactions queue at the service; a bucketed kind's spread). */
@@ -137,11 +172,11 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
 
   private encode(id: string, value: T): Record<string, unknown> {
     const json = JSON.stringify(value);
-    const chunks = Math.max(1, Math.ceil(json.length / CHUNK));
-    if (chunks > MAX_CHUNKS) throw new Error(`document ${id} is too large to store (${json.length} characters)`);
-    const entity: Record<string, unknown> = { partitionKey: this.partitionOf(id), rowKey: id, chunks };
+    const chunks = documentChunks(json);
+    if (chunks.length > MAX_CHUNKS) throw new Error(`document ${id} is too large to store (${json.length} characters)`);
+    const entity: Record<string, unknown> = { partitionKey: this.partitionOf(id), rowKey: id, chunks: chunks.length };
     if (this.flags) for (const [flag, on] of Object.entries(this.flags(value))) entity[`flag_${flag}`] = on;
-    for (let i = 0; i < chunks; i++) entity[`doc${i}`] = json.slice(i * CHUNK, (i + 1) * CHUNK);
+    chunks.forEach((chunk, i) => (entity[`doc${i}`] = chunk));
     return entity;
   }
 

@@ -244,6 +244,18 @@ describe('a propagation-policy change interrupted before its bindings are derive
   });
 });
 
+describe('a template apply interrupted before its binding is derived', () => {
+  it('the host dies after the template is stored, before its binding is written; the repair derives it', async () => {
+    const m = await fleet([propagation('web', ['m1', 'm2'])]);
+    m.bindings.failNext('create', kill());
+    await expect(apply(m, [deployment('web')])).rejects.toThrow('host killed');
+    expect(await m.templates.list()).toHaveLength(1);
+    expect(await derived(m)).toBeUndefined();
+    await repairAfterGrace(m);
+    expect((await derived(m))?.spec.placement?.clusterAffinity?.clusterNames).toEqual(['m1', 'm2']);
+  });
+});
+
 describe('what the journal costs', () => {
   it('writes that leave the index as it is and an unchanged policy write no intent; an idle repair reads the journal once and nothing else', async () => {
     const m = await fleet([deployment('web'), propagation('web', ['m1', 'm2']), ...onM1(names('real', 2))]);
