@@ -231,7 +231,7 @@ export interface WhatIfAnswer {
   condition?: { type: string; status: string };
   taints: Array<{ cluster: string; key: string; value?: string; effect: string; at: string; policy: string }>;
   untainted: Array<{ cluster: string; why: string }>;
-  fleet: { total: number; faulty: number; failureRatio: number; tier: string; rate: number };
+  fleet: { total: number; unhealthy: number; failureRatio: number; tier: string; rate: number };
   evictions: Array<{ binding: BindingRef; cluster: string; dueAt: string; slot: string | null; why: string; purgeMode: string; targets: TargetCluster[] }>;
   blocked: Array<{ binding: BindingRef; cluster: string; dueAt: string; reason: string }>;
   tolerated: Array<{ binding: BindingRef; cluster: string; why: string }>;

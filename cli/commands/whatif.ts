@@ -36,7 +36,7 @@ export function render(data: WhatIfAnswer, clusters: string[]): string {
       )}`
     : 'Taints that would land: <none>\n';
   for (const u of data.untainted) text += `Not tainted: ${u.cluster}: ${u.why}\n`;
-  text += `\nFleet: ${f.faulty}/${f.total} clusters faulty (${Math.round(f.failureRatio * 100)}%), tier ${f.tier}, rate ${f.rate} evictions/s`;
+  text += `\nFleet: ${f.unhealthy}/${f.total} clusters unhealthy (${Math.round(f.failureRatio * 100)}%), tier ${f.tier}, rate ${f.rate} evictions/s`;
   text += data.heldBy ? `; evictions held (${data.heldBy})\n` : '\n';
   text += `\nEvictions (${data.counts.evictions}):${data.evictions.length ? '\n' : ' <none>\n'}`;
   if (data.evictions.length) {

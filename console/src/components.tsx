@@ -40,7 +40,7 @@ export function heldText(heldBy: HeldBy | undefined): string {
     case 'gate':
       return 'held: the Failover gate is off (FAILOVER_ENABLED=false)';
     case 'halted':
-      return 'held: the fleet is halted (too many faulty clusters in a small fleet)';
+      return 'held: the fleet is halted (too many unhealthy clusters in a small fleet)';
     default:
       return 'running';
   }

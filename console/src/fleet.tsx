@@ -45,7 +45,7 @@ export function FleetSummary({ fleet, onChange }: { fleet: Fleet; onChange: () =
         <div>
           <dt>Clusters</dt>
           <dd>
-            {fleet.faulty} faulty of {fleet.total} ({percent(fleet.failureRatio)})
+            {fleet.unhealthy} unhealthy of {fleet.total} ({percent(fleet.failureRatio)}); {fleet.faulty} tainted NoExecute or PreferNoExecute
           </dd>
         </div>
         <div>

@@ -31,6 +31,9 @@ export interface Cluster {
 export type Tier = 'primary' | 'secondary' | 'halted';
 export interface Fleet {
   total: number;
+  /** Ready not True, or a NoExecute/PreferNoExecute taint: what the tier counts. */
+  unhealthy: number;
+  /** Holding a NoExecute/PreferNoExecute taint. */
   faulty: number;
   failureRatio: number;
   tier: Tier;
@@ -40,6 +43,7 @@ export interface Fleet {
   pending: number;
   scheduled: number;
   faultyClusters: string[];
+  unhealthyClusters: string[];
   status: string;
   mode: string;
   reason?: string;
@@ -149,7 +153,7 @@ export interface WhatIf {
   condition: { type: string; status: string };
   taints: Array<{ cluster: string; key: string; value?: string; effect: string; at: string; policy: string }>;
   untainted: Array<{ cluster: string; why: string }>;
-  fleet: { total: number; faulty: number; failureRatio: number; tier: Tier; rate: number };
+  fleet: { total: number; unhealthy: number; failureRatio: number; tier: Tier; rate: number };
   evictions: Array<{
     binding: BindingRef;
     cluster: string;

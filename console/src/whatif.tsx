@@ -89,7 +89,7 @@ function WhatIfResult({ result }: { result: WhatIf }) {
   return (
     <Section title="Outcome" id="whatif-outcome">
       <p data-testid="whatif-summary">
-        Fleet {result.fleet.faulty} faulty of {result.fleet.total} ({percent(result.fleet.failureRatio)}): tier <TierBadge tier={result.fleet.tier} /> at{' '}
+        Fleet {result.fleet.unhealthy} unhealthy of {result.fleet.total} ({percent(result.fleet.failureRatio)}): tier <TierBadge tier={result.fleet.tier} /> at{' '}
         {rate(result.fleet.rate)}. {result.counts.evictions} evictions, {result.counts.blocked} blocked, {result.counts.tolerated} tolerated,{' '}
         {result.counts.alreadyDecided} already decided. Last eviction: {result.eta ? <When iso={result.eta} /> : 'never (held or none)'}
         {result.heldBy ? `; ${heldText(result.heldBy)}` : ''}.

@@ -16,7 +16,16 @@ import { oldCopyRemovedEvents, sweepRecord } from './gracefulEviction';
 import { unschedule } from './pacer';
 import type { ControlPlane, EvictionBatch, EvictionMessage } from './ports';
 import type { BindingRecord, ClusterRecord } from './records';
-import { placeRecord, scheduleBinding } from './scheduler';
+import {
+  forgetPlacement,
+  notePlacement,
+  placementCandidates,
+  placementCounts,
+  placeRecord,
+  readPlacementCounts,
+  scheduleBinding,
+  settlePlacement,
+} from './scheduler';
 import { writeBinding } from './state/bindingWrites';
 import { RecentCache } from './state/cache';
 import { evictionEvent, stateNotPreservedEvent } from './state/events';
@@ -232,6 +241,14 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
       : undefined;
   /** The eviction took the binding off a cluster that stood in for a home: that home's failback now points at what replaced it. */
   let transferred = false;
+  // Standalone, the write places the binding again: the placement counts the spread rule compares (the
+  // clusters it could go to instead of this one) are read before it. In Karmada mode Karmada's scheduler places it.
+  const fleetNames = fleet.map((c) => c.name);
+  if (!plane.karmada) {
+    const leaving = { ...binding.value, generation: binding.value.generation + 1 };
+    leaving.spec = { ...leaving.spec, clusters: (leaving.spec.clusters ?? []).filter((c) => c.name !== record.cluster) };
+    await readPlacementCounts(plane, placementCandidates(leaving, fleet, now));
+  }
   const writeStarted = Date.now();
   const {
     result: evicted,
@@ -242,7 +259,9 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
     record.bindingKey,
     (current, at) => {
       missedRules = [];
+      forgetPlacement(plane, record.bindingKey);
       if (!current) return keep(false);
+      const placedBefore = (current.spec.clusters ?? []).map((c) => c.name);
       const rules = current.spec.failover?.cluster?.statePreservation?.rules ?? [];
       const status = current.status.aggregatedStatus?.find((item) => item.clusterName === record.cluster)?.status;
       const eviction = evictFromPlacement(
@@ -287,8 +306,14 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
       // scheduler after the commit, which decides again on a fresh view.
       if (!plane.karmada) {
         const placed = structuredClone(current);
-        const decision = placeRecord(placed, fleet, at);
+        const decision = placeRecord(placed, fleet, at, placementCounts(plane, fleetNames));
         if (decision.outcome === 'scheduled') {
+          notePlacement(
+            plane,
+            record.bindingKey,
+            placedBefore,
+            (placed.spec.clusters ?? []).map((c) => c.name),
+          );
           remember(
             placed,
             (placed.spec.clusters ?? []).map((c) => c.name).filter((name) => !kept.includes(name)),
@@ -303,6 +328,16 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
       return write(current, true);
     },
     { placementsAlreadyRemoved: [record.cluster], current: binding },
+  ).then(
+    (done) => {
+      // The placement this write decided counts as landed only if the write did.
+      settlePlacement(plane, record.bindingKey, done.result && placedInWrite !== undefined);
+      return done;
+    },
+    (error: unknown) => {
+      settlePlacement(plane, record.bindingKey, false);
+      throw error;
+    },
   );
   if (!evicted) {
     // The binding left the cluster between the read and the write (another path took it): settle again.

@@ -4,7 +4,7 @@ import { isFaultyTaint } from '../failover/evictionDecision';
 import { forecastSlots } from '../failover/slotForecast';
 import { applicationFailoverResync } from './applicationFailover';
 import { karmadaConnection } from './karmadaSync';
-import { MIN_SLOT_LEAD_MS, setPaused } from './pacer';
+import { DELIVERY_LEAD_MS, MIN_SLOT_LEAD_MS, setPaused } from './pacer';
 import type { ControlPlane } from './ports';
 import { RecentCache } from './state/cache';
 import { currentFleetHealth } from './state/reads';
@@ -107,6 +107,7 @@ export async function evictionQueueSummary(plane: ControlPlane) {
         Date.parse(pacer.nextSlotAt),
         now.getTime() + MIN_SLOT_LEAD_MS,
         health.rate,
+        { now: now.getTime(), deliveryLeadMs: DELIVERY_LEAD_MS },
       );
   const entries: QueueSummaryEntry[] = clusters.map(({ name, cluster, rows }) => {
     const taints = cluster?.value.taints ?? [];

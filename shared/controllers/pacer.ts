@@ -1,6 +1,6 @@
 import type { EvictionRecord } from '../failover/bindingModel';
 import { bypassesGate } from '../failover/drain';
-import { assignSlots } from '../failover/evictionDecision';
+import { assignSlots, earliestSlot, slotHorizon, SlotLeads } from '../failover/evictionDecision';
 import { orderDue } from '../failover/priority';
 import { dueEntity, shardOf } from '../store/ledgerTable';
 import type { DueGroup, PacerState, VersionedEviction } from '../store/ports';
@@ -13,8 +13,11 @@ import { currentFleetHealth, rememberPacerState } from './state/reads';
 /**
  * The pacer turns due ledger rows into queue messages that become visible at the current global rate.
  * Send slots come from one stored row (`~pacer`) written with its ETag, so two pacers never hand out the
- * same slot and the rate is the same with one host or four. It looks ahead only WINDOW_MS, so a change of
- * fleet health changes the rate within seconds; at rate 0 it schedules nothing.
+ * same slot and the rate is the same with one host or four. It looks ahead only WINDOW_MS (more while its
+ * ticks come late: slotHorizon), so a change of fleet health changes the rate within seconds; at rate 0 it
+ * schedules nothing. The slots are one series, 1/rate apart across ticks and messages: a tick continues it at
+ * its next free slot while a message can still reach the worker by then (earliestSlot), so a late tick
+ * leaves no slot unused.
  *
  * Which due row takes the next slot: the binding's spec.schedulePriority.priority carried in the row, then
  * the due time, with a hard starvation bound (shared/failover/priority.ts). FailoverBudgets: a row is given a
@@ -32,6 +35,19 @@ export const SLOT_LEAD_SECONDS = 2;
  * polling runs at least every maxPollingInterval, 1 s) before its slot, and evictions keep their spacing.
  */
 export const MIN_SLOT_LEAD_MS = 1500;
+/**
+ * A running series continues down to this far ahead (host.json's maxPollingInterval: a message visible at
+ * once is received by then), so a tick that comes late keeps the slots contiguous: restarting the series
+ * MIN_SLOT_LEAD_MS out left the slots in between unused (an interval or more lost at the change of tick).
+ */
+export const DELIVERY_LEAD_MS = 1000;
+export const SLOT_LEADS: SlotLeads = { freshMs: MIN_SLOT_LEAD_MS, deliveryMs: DELIVERY_LEAD_MS };
+/**
+ * How far ahead a tick hands out slots: MIN_SLOT_LEAD_MS + WINDOW_MS, or more while the ticks come further
+ * apart than that covers (failover/evictionDecision.ts: slotHorizon), at most MAX_LOOK_AHEAD_MS.
+ */
+export const MAX_LOOK_AHEAD_MS = 10_000;
+const LOOK_AHEAD = { baseMs: MIN_SLOT_LEAD_MS + WINDOW_MS, deliveryMs: DELIVERY_LEAD_MS, tickMs: 1000, maxMs: MAX_LOOK_AHEAD_MS };
 /** Evictions one queue message carries at most (a row is under 1 kB: well inside the 64 KiB message limit). */
 export const MAX_EVICTIONS_PER_MESSAGE = 16;
 
@@ -46,35 +62,33 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   const now = plane.clock.now();
   const nowMs = now.getTime();
   const [{ state, etag }, recent] = await Promise.all([plane.ledger.getPacerState(), currentFleetHealth(plane)]);
+  const nextSlotAt = Date.parse(state.nextSlotAt);
+  // The row's updatedAt is the last tick that handed out slots (or changed the tier).
+  const horizon = slotHorizon(nextSlotAt, nowMs, Date.parse(state.updatedAt), LOOK_AHEAD);
   // With the Failover gate off only a drain's rows go (a person's decision): the pacer looks at the
   // draining clusters' rows and leaves every other row where it is.
   const gateOff = !plane.config.failoverEnabled;
   const draining = new Set(state.draining);
-  const held =
-    gateOff && draining.size === 0
-      ? 'gate'
-      : state.paused
-        ? 'paused'
-        : Date.parse(state.nextSlotAt) > nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS
-          ? 'busy'
-          : undefined;
+  const held = gateOff && draining.size === 0 ? 'gate' : state.paused ? 'paused' : nextSlotAt > horizon ? 'busy' : undefined;
   // Candidates in due order: due groups (one per cluster shard and due time) say which clusters have rows
   // due when; one range query per (due time, cluster) then reads those rows across the cluster's shards.
-  const listed = held ? [] : await plane.ledger.listDue(new Date(nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS).toISOString(), 500);
+  const listed = held ? [] : await plane.ledger.listDue(new Date(horizon).toISOString(), 500);
   const groups = gateOff ? listed.filter((group) => draining.has(group.cluster)) : listed;
   // The tier that claims rows is judged on the fleet as it is now, not on the second-old view (a fleet
   // that turned halted since, with rows decided on it, must schedule nothing). Idle ticks use the view.
   const health = groups.length > 0 ? await currentFleetHealth(plane, 0) : recent;
-  const base: PacerState = { ...state, tier: health.tier, rate: health.rate, total: health.total, faulty: health.faulty, updatedAt: now.toISOString() };
+  const base: PacerState = { ...state, tier: health.tier, rate: health.rate, total: health.total, unhealthy: health.unhealthy, updatedAt: now.toISOString() };
   const skipped = held ?? (health.rate === 0 ? 'halted' : undefined);
-  const healthChanged = state.tier !== base.tier || state.rate !== base.rate || state.total !== base.total || state.faulty !== base.faulty;
+  const healthChanged = state.tier !== base.tier || state.rate !== base.rate || state.total !== base.total || state.unhealthy !== base.unhealthy;
   if (skipped) {
     if (healthChanged && (await plane.ledger.putPacerState(base, etag))) await noteTier(plane, state, base);
     return { tier: health.tier, rate: health.rate, scheduled: 0, skipped };
   }
 
-  const limit = Math.ceil((health.rate * WINDOW_MS) / 1000) + 1;
-  const earliest = nowMs + MIN_SLOT_LEAD_MS;
+  // The series continues at its next free slot whenever that can still be reached (however late this
+  // tick), so the rows to read are the slots from there to the horizon: a late tick has more of them.
+  const firstSlot = Math.max(nextSlotAt, earliestSlot(nextSlotAt, nowMs, SLOT_LEADS));
+  const limit = Math.ceil(((horizon - firstSlot) * health.rate) / 1000) + 1;
   // One bucket per (due key, cluster): rows of one due time, priority and holding budget, across the
   // cluster's shards. Buckets go in the queue's order (shared/failover/priority.ts: due rows by priority,
   // then due time; a row due for STARVATION_SECONDS goes first whatever its priority).
@@ -87,7 +101,7 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   }
   const buckets = orderDue(
     [...byKey.values()].map((bucket) => ({ bucket, priority: bucket[0].priority ?? 0, dueAt: Date.parse(bucket[0].dueAt) })),
-    earliest,
+    nowMs + MIN_SLOT_LEAD_MS,
   ).map((c) => c.bucket);
   // FailoverBudgets: read only when there is something to release (an idle tick reads none).
   const gate = groups.length > 0 ? await BudgetGate.open(plane, now) : undefined;
@@ -153,12 +167,15 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
           : '~';
     exhausted.push(...bucket.filter((g) => g.shard < lastShard));
   }
+  // The leads count from now, not from the tick's start: the reads above may have been slow, and a slot
+  // whose message goes out later than its lead allows is missed by the worker.
+  const handedOutAt = plane.clock.now().getTime();
   const { slots, nextFreeSlot } = assignSlots(
     ready.map((r) => Date.parse(r.record.dueAt)),
-    Date.parse(state.nextSlotAt),
-    earliest,
+    nextSlotAt,
+    earliestSlot(nextSlotAt, handedOutAt, SLOT_LEADS),
     health.rate,
-    nowMs + MIN_SLOT_LEAD_MS + WINDOW_MS,
+    horizon + (handedOutAt - nowMs),
   );
   const next: PacerState = { ...base, nextSlotAt: new Date(nextFreeSlot).toISOString() };
   if (slots.length > 0 || healthChanged) {
@@ -205,9 +222,11 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
     if (batch && batch.length < MAX_EVICTIONS_PER_MESSAGE && item.slot - batch[0].slot < 1000) batch.push(item);
     else batches.push([item]);
   }
+  // Delays count from the send (the row writes above took their time).
+  const sentAt = plane.clock.now().getTime();
   for (const group of batches) {
     const first = group[0];
-    const delaySeconds = Math.max(0, Math.floor((first.slot - nowMs) / 1000) - SLOT_LEAD_SECONDS);
+    const delaySeconds = Math.max(0, Math.floor((first.slot - sentAt) / 1000) - SLOT_LEAD_SECONDS);
     const attributes = (item: (typeof group)[number]) => ({
       [ATTR.cluster]: item.message.cluster,
       [ATTR.binding]: item.message.bindingKey,
@@ -336,7 +355,7 @@ async function writeRows(plane: ControlPlane, updates: Array<{ record: EvictionR
 /** The pacer that wrote a change of tier records it (the console's tier history). */
 async function noteTier(plane: ControlPlane, before: PacerState, after: PacerState): Promise<void> {
   if (before.tier === after.tier) return;
-  await plane.events.append([tierEvent(before.tier, after.tier, after.rate, { total: after.total, faulty: after.faulty }, after.updatedAt)]);
+  await plane.events.append([tierEvent(before.tier, after.tier, after.rate, { total: after.total, unhealthy: after.unhealthy }, after.updatedAt)]);
 }
 
 /** POST /api/failover/pause and /resume: a stored switch the pacer and the worker read. */

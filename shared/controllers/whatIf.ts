@@ -3,9 +3,11 @@ import type { WhatIfRequest } from '../api/resources';
 import { mapConcurrent } from '../concurrency';
 import { ACTIVE_STATES, bindingKey, EvictionState } from '../failover/bindingModel';
 import { whatIf, WhatIfBindingSpec, WhatIfResult } from '../failover/whatIf';
-import { MIN_SLOT_LEAD_MS } from './pacer';
+import { DELIVERY_LEAD_MS, MIN_SLOT_LEAD_MS } from './pacer';
 import type { ControlPlane } from './ports';
 import { clusterFacts, taintPolicy } from './records';
+import { placementCounts, readPlacementCounts } from './scheduler';
+import { listClusterPlacements } from './state/bindingWrites';
 import { loadTaintPolicies } from './state/reads';
 
 /** Bindings read at once while gathering what a what-if needs. */
@@ -27,7 +29,7 @@ export async function whatIfFailure(plane: ControlPlane, request: WhatIfRequest)
   const unknown = request.failClusters.flatMap((name, i) => (known.has(name) ? [] : [{ path: `failClusters[${i}]`, message: `no cluster named "${name}"` }]));
   if (unknown.length > 0) throw badRequest(unknown, 'unknown clusters; nothing was simulated');
   const failing = [...new Set(request.failClusters)];
-  const rows = await Promise.all(failing.map((name) => plane.ledger.listClusterRows(name)));
+  const rows = await Promise.all(failing.map((name) => listClusterPlacements(plane, name)));
   const placements = rows.flatMap((r) => r.placements);
   const decided = new Map<string, { state: EvictionState; dueAt: string }>();
   for (const { record } of rows.flatMap((r) => r.evictions)) {
@@ -39,6 +41,9 @@ export async function whatIfFailure(plane: ControlPlane, request: WhatIfRequest)
     const binding = await plane.bindings.get(key);
     if (binding) bindings.set(key, binding.value.spec);
   });
+  // The scheduler's spread rule compares placements per cluster (its own counts, from the placement index).
+  const names = clusters.map(({ value }) => value.name);
+  await readPlacementCounts(plane, names);
   const now = plane.clock.now();
   const result = whatIf({
     now,
@@ -57,11 +62,13 @@ export async function whatIfFailure(plane: ControlPlane, request: WhatIfRequest)
       ...(record.state === 'scheduled' && record.scheduledFor ? { scheduledFor: Date.parse(record.scheduledFor) } : {}),
     })),
     rates: plane.config.rates,
+    placementCounts: placementCounts(plane, names),
     switches: {
       failoverEnabled: plane.config.failoverEnabled,
       paused: pacer.state.paused,
       nextSlotAt: Date.parse(pacer.state.nextSlotAt),
       earliestLeadMs: MIN_SLOT_LEAD_MS,
+      deliveryLeadMs: DELIVERY_LEAD_MS,
     },
   });
   return { ...result, mode: plane.karmada ? 'karmada' : 'standalone' };

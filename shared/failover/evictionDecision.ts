@@ -72,7 +72,7 @@ export function decideEviction(
 }
 
 // ---------------------------------------------------------------------------------------------
-// Fleet health and the eviction rate (design decision 6)
+// The eviction rate's settings (design decision 6; fleet health itself: fleetHealth.ts)
 
 export interface RateSettings {
   resourceEvictionRate: number;
@@ -81,29 +81,40 @@ export interface RateSettings {
   largeClusterNumThreshold: number;
 }
 
-export type RateTier = 'primary' | 'secondary' | 'halted';
-
-export interface FleetHealth {
-  total: number;
-  faulty: number;
-  failureRatio: number;
-  tier: RateTier;
-  /** Evictions per second. */
-  rate: number;
+/** How far ahead of the tick a slot must lie for its queue message to reach the worker in time. */
+export interface SlotLeads {
+  /** A series that has run out starts this far ahead (delivery plus a margin for the pacer's own run). */
+  freshMs: number;
+  /** A running series may continue down to this far ahead: a message visible at once is received by then. */
+  deliveryMs: number;
 }
 
 /**
- * faulty / total above the threshold: a large fleet (more than largeClusterNumThreshold clusters) slows to
- * the secondary rate, a small one halts (rate 0). At or below the threshold: the primary rate.
+ * The earliest slot a tick may hand out (pure). While the series is running (its next free slot is not yet
+ * past), a tick continues it at that slot as long as a message can still reach the worker by then, so a
+ * late tick keeps the slots contiguous instead of restarting the series further out (the slots in between
+ * were lost: a gap of one interval or more at the change of tick); a tick later still shifts the series by
+ * the excess only. A series that has run out (the queue was idle, or the pacer stood still for longer than
+ * it looks ahead) starts `freshMs` ahead.
  */
-export function fleetHealth(total: number, faulty: number, settings: RateSettings): FleetHealth {
-  const failureRatio = total === 0 ? 0 : faulty / total;
-  if (failureRatio > settings.unhealthyClusterThreshold) {
-    return total > settings.largeClusterNumThreshold
-      ? { total, faulty, failureRatio, tier: 'secondary', rate: settings.secondaryResourceEvictionRate }
-      : { total, faulty, failureRatio, tier: 'halted', rate: 0 };
-  }
-  return { total, faulty, failureRatio, tier: 'primary', rate: settings.resourceEvictionRate };
+export function earliestSlot(nextFreeSlot: number, now: number, leads: SlotLeads): number {
+  return nextFreeSlot > now ? now + leads.deliveryMs : now + leads.freshMs;
+}
+
+/**
+ * How far ahead a tick hands out slots (pure): `baseMs`, or, while the series is running and the ticks come
+ * further apart than that covers (slow runs on a busy host: the next tick is due a whole second after a run
+ * ends), far enough that a next tick a second later still than this one finds the series' next slot in
+ * reach; never more than `maxMs`, so a change of rate still takes effect within seconds.
+ */
+export function slotHorizon(
+  nextFreeSlot: number,
+  now: number,
+  previousTickAt: number,
+  limits: { baseMs: number; deliveryMs: number; tickMs: number; maxMs: number },
+): number {
+  const gap = nextFreeSlot > now ? now - previousTickAt : 0;
+  return now + Math.min(limits.maxMs, Math.max(limits.baseMs, gap + limits.tickMs + limits.deliveryMs));
 }
 
 /**

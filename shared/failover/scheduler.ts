@@ -10,11 +10,17 @@ import { matchesClusterAffinity } from './selectors';
  *
  * PreferNoSchedule (a soft NoSchedule): a cluster not yet placed with an untolerated PreferNoSchedule taint
  * ("soft") is used only when the other clusters cannot satisfy the placement, and then only as many soft
- * clusters (in name order) as it takes to reach the placement's minimum: max(1, minGroups) clusters. So a
+ * clusters (by the spread rule below) as it takes to reach the placement's minimum: max(1, minGroups) clusters. So a
  * Duplicated binding never fills maxGroups (nor "every matching cluster") with soft clusters, and a Divided
  * binding divides over the clean clusters (and those already placed) alone while at least the minimum of
  * them has a weight; only then do soft clusters join, and the replicas are divided over all the chosen
  * clusters by weight. A cluster already placed is never moved off for such a taint (it evicts nothing).
+ *
+ * Spread: when there are more clusters a binding could be added to than it takes (a spread constraint's
+ * maxGroups, or only the soft clusters it needs), it takes those with the fewest placements (bindings placed
+ * there now), ties by name. There is no capacity model; without this rule every workload leaving a failed
+ * cluster went to the first candidate by name, and piling them onto one cluster is how a second failure
+ * starts. The caller counts the placements made earlier in the same pass, so a batch spreads among itself.
  */
 
 export interface SchedulableCluster extends CandidateCluster {
@@ -39,12 +45,31 @@ export interface ScheduleInput {
    * (Karmada's ClusterEviction filter). A cluster still placed is kept, as for taints.
    */
   gracefulEvictionTasks?: ReadonlyArray<{ fromCluster: string }>;
+  /** Bindings placed on each cluster now (absent: none anywhere, so name order decides). */
+  placementCounts?: ReadonlyMap<string, number>;
 }
 
 export type ScheduleResult =
   { ok: true; clusters: TargetCluster[] } | { ok: false; clusters: TargetCluster[]; reason: 'NoClusterFit'; message: string; rejected: Record<string, string> };
 
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Names by fewest placements, ties by name (pure). */
+export function byFewestPlacements(names: readonly string[], counts: ReadonlyMap<string, number> | undefined): string[] {
+  return [...names].sort((a, b) => (counts?.get(a) ?? 0) - (counts?.get(b) ?? 0) || byName(a, b));
+}
+
+/** Takes `count` of `names` (in name order): all of them, or those with the fewest placements. */
+type Pick = (names: readonly string[], count: number) => string[];
+
+const fewest =
+  (counts: ReadonlyMap<string, number> | undefined): Pick =>
+  (names, count) => {
+    if (count <= 0) return [];
+    if (count >= names.length) return [...names];
+    const taken = new Set(byFewestPlacements(names, counts).slice(0, count));
+    return names.filter((name) => taken.has(name));
+  };
 
 /**
  * Why a cluster may not take this binding, or undefined when it may. A cluster the binding is already
@@ -72,6 +97,23 @@ export function rejectionReason(
 }
 
 export function schedule(input: ScheduleInput): ScheduleResult {
+  return scheduleWith(input, fewest(input.placementCounts));
+}
+
+/**
+ * The clusters whose placement counts can change what schedule() decides for this input: those it would
+ * take some but not all of (empty when it takes every candidate, or needs none). A caller reads only these.
+ */
+export function spreadCandidates(input: Omit<ScheduleInput, 'placementCounts'>): string[] {
+  const compared = new Set<string>();
+  scheduleWith(input, (names, count) => {
+    if (count > 0 && count < names.length) for (const name of names) compared.add(name);
+    return fewest(undefined)(names, count);
+  });
+  return [...compared].sort(byName);
+}
+
+function scheduleWith(input: ScheduleInput, pick: Pick): ScheduleResult {
   const blocked = input.blocked ?? [];
   const evicting = evictingClusters(input.gracefulEvictionTasks);
   const rejected: Record<string, string> = {};
@@ -94,15 +136,18 @@ export function schedule(input: ScheduleInput): ScheduleResult {
     const keptNames = kept.map((c) => c.name);
     const extra = feasible.filter((name) => !keptNames.includes(name));
     const want = spread?.maxGroups || spread?.minGroups ? Math.max(spread.maxGroups ?? 0, spread.minGroups ?? 0) : keptNames.length + extra.length;
-    const chosen = [...keptNames, ...extra.slice(0, Math.max(0, want - keptNames.length))];
+    const chosen = [...keptNames, ...pick(extra, want - keptNames.length)];
     const minimum = Math.max(1, spread?.minGroups ?? 0);
-    if (chosen.length < minimum) chosen.push(...soft.slice(0, minimum - chosen.length));
+    if (chosen.length < minimum) chosen.push(...pick(soft, minimum - chosen.length));
     if (chosen.length < minimum) return noFit(`Duplicated needs ${minimum} cluster(s); ${chosen.length} available. ${describe(rejected)}`);
     return { ok: true, clusters: chosen.map((name) => ({ name, replicas: input.replicas })) };
   }
 
-  // Divided: re-divide over the available clusters, preferring those already placed when capped.
-  let pool = [...feasible.filter((n) => kept.some((c) => c.name === n)), ...feasible.filter((n) => !kept.some((c) => c.name === n))];
+  // Divided: re-divide over the available clusters, preferring those already placed when capped (then
+  // those with the fewest placements).
+  const keptFeasible = feasible.filter((n) => kept.some((c) => c.name === n));
+  const others = feasible.filter((n) => !kept.some((c) => c.name === n));
+  let pool = [...keptFeasible, ...(spread?.maxGroups ? pick(others, spread.maxGroups - keptFeasible.length) : others)];
   if (spread?.maxGroups) pool = pool.slice(0, spread.maxGroups);
   const weightRules = input.placement?.replicaScheduling?.weightPreference?.staticWeightList;
   const weigh = (names: readonly string[]) =>
@@ -117,7 +162,10 @@ export function schedule(input: ScheduleInput): ScheduleResult {
   // Soft clusters only for what the others cannot take: up to the minimum, within maxGroups.
   const minimum = Math.max(1, spread?.minGroups ?? 0);
   const room = (spread?.maxGroups ? spread.maxGroups : Infinity) - weighted.length;
-  if (weighted.length < minimum && room > 0) weighted = [...weighted, ...weigh(soft).slice(0, Math.min(minimum - weighted.length, room))];
+  if (weighted.length < minimum && room > 0) {
+    const usable = weigh(soft).map((w) => w.name);
+    weighted = [...weighted, ...weigh(pick(usable, Math.min(minimum - weighted.length, room)))];
+  }
   weighted.sort((a, b) => byName(a.name, b.name));
   if (weighted.length < minimum) {
     return noFit(`Divided: no available cluster${weightRules ? ' with a weight' : ''}. ${describe(rejected)}`);

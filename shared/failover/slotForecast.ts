@@ -1,4 +1,4 @@
-import { assignSlots } from './evictionDecision';
+import { assignSlots, earliestSlot } from './evictionDecision';
 
 /**
  * When each waiting eviction would run at a given rate, pure: the pacer's own order (due time, then cluster,
@@ -14,17 +14,28 @@ export interface WaitingRow {
   scheduledFor?: number;
 }
 
-export function forecastSlots(rows: readonly WaitingRow[], nextSlotAt: number, earliest: number, rate: number): Map<string, number> {
+/**
+ * `earliest`: where a series that has run out starts. `running`, when given: the pacer's rule for a series
+ * still running (earliestSlot): it continues at `nextSlotAt` down to `now + deliveryLeadMs`.
+ */
+export function forecastSlots(
+  rows: readonly WaitingRow[],
+  nextSlotAt: number,
+  earliest: number,
+  rate: number,
+  running?: { now: number; deliveryLeadMs: number },
+): Map<string, number> {
   const slots = new Map<string, number>();
   for (const row of rows) if (row.scheduledFor !== undefined) slots.set(row.id, row.scheduledFor);
   if (rate <= 0) return slots;
   const pending = rows
     .filter((row) => row.scheduledFor === undefined)
     .sort((a, b) => a.dueAt - b.dueAt || compare(a.cluster, b.cluster) || compare(a.bindingKey, b.bindingKey));
+  const start = running ? earliestSlot(nextSlotAt, running.now, { freshMs: earliest - running.now, deliveryMs: running.deliveryLeadMs }) : earliest;
   const assigned = assignSlots(
     pending.map((row) => row.dueAt),
     nextSlotAt,
-    earliest,
+    start,
     rate,
     Number.POSITIVE_INFINITY,
   ).slots;

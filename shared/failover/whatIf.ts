@@ -2,7 +2,8 @@ import type { BindingSpec } from '../api/resources';
 import { activeBlocks, DEFAULT_BLOCK_SECONDS } from './applicationFailover';
 import { bindingKey, EvictionRecord, EvictionState, parseBindingKey, PlacementFacts } from './bindingModel';
 import { mergeConditions, ReportedCondition } from './conditions';
-import { decideEviction, FleetHealth, fleetHealth, isFaultyTaint, RateSettings } from './evictionDecision';
+import { decideEviction, isFaultyTaint, RateSettings } from './evictionDecision';
+import { FleetHealth, fleetHealth, isUnhealthyCluster } from './fleetHealth';
 import type { AnyTaintPolicy, ClusterFacts, ClusterTaint } from './model';
 import { evictFromPlacement } from './placementEviction';
 import { CandidateCluster, candidateCluster, preScheduleCheck } from './precheck';
@@ -47,9 +48,12 @@ export interface WhatIfInput {
   /** The fleet's rows already waiting (pending or scheduled): they go first. */
   waiting: readonly WaitingRow[];
   rates: RateSettings;
-  switches: { failoverEnabled: boolean; paused: boolean; nextSlotAt: number; earliestLeadMs: number };
+  /** `deliveryLeadMs`: how close to now a running series of slots continues (the pacer's SLOT_LEADS); absent: `earliestLeadMs`. */
+  switches: { failoverEnabled: boolean; paused: boolean; nextSlotAt: number; earliestLeadMs: number; deliveryLeadMs?: number };
   /** How far ahead the taint windows are followed (default 7 days). */
   horizonMs?: number;
+  /** Bindings placed on each cluster now (the placement index): the scheduler's spread rule (absent: name order). */
+  placementCounts?: ReadonlyMap<string, number>;
 }
 
 type Ref = ReturnType<typeof parseBindingKey>;
@@ -136,7 +140,7 @@ export function whatIf(input: WhatIfInput): WhatIfResult {
   }
 
   const fleet: CandidateCluster[] = [...facts.values()].map(candidateCluster);
-  const health = fleetHealth(fleet.length, [...facts.values()].filter((c) => c.taints.some(isFaultyTaint)).length, input.rates);
+  const health = fleetHealth(fleet.length, [...facts.values()].filter((c) => isUnhealthyCluster(c)).length, input.rates);
 
   // The taint manager: at each change of a cluster's faulty taints, every binding without a frozen decision.
   const tolerated: WhatIfResult['tolerated'] = [];
@@ -181,6 +185,7 @@ export function whatIf(input: WhatIfInput): WhatIfResult {
         input.switches.nextSlotAt,
         nowMs + input.switches.earliestLeadMs,
         health.rate,
+        input.switches.deliveryLeadMs !== undefined ? { now: nowMs, deliveryLeadMs: input.switches.deliveryLeadMs } : undefined,
       );
 
   // The worker at each slot, in slot order: the pre-scheduling check, the eviction, then the placement.
@@ -195,6 +200,8 @@ export function whatIf(input: WhatIfInput): WhatIfResult {
     .sort((a, b) => (a.slot ?? a.dueAt) - (b.slot ?? b.dueAt) || a.dueAt - b.dueAt || compare(a.cluster, b.cluster) || compare(a.key, b.key));
   const evictions: WhatIfResult['evictions'] = [];
   const blocked: WhatIfResult['blocked'] = [];
+  // The placements the simulated evictions make count for the ones after them, as in the scheduler.
+  const placementCounts = new Map(input.placementCounts ?? []);
   for (const row of order) {
     const spec = specOf(row.key);
     const at = new Date(row.slot ?? row.dueAt);
@@ -230,7 +237,11 @@ export function whatIf(input: WhatIfInput): WhatIfResult {
       clusters: fleet,
       blocked: history.blocked,
       gracefulEvictionTasks: eviction.gracefulEvictionTasks,
+      placementCounts,
     });
+    const after = placement.clusters.map((c) => c.name);
+    for (const name of after.filter((n) => !placedOn.includes(n))) placementCounts.set(name, (placementCounts.get(name) ?? 0) + 1);
+    for (const name of placedOn.filter((n) => !after.includes(n))) placementCounts.set(name, Math.max(0, (placementCounts.get(name) ?? 0) - 1));
     spec.clusters = placement.clusters;
     spec.gracefulEvictionTasks = eviction.gracefulEvictionTasks;
     evictions.push({ ...base, why: row.why, purgeMode: row.purgeMode, targets: placement.clusters, ...(placement.ok ? {} : { noFit: placement.message }) });

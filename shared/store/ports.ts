@@ -140,7 +140,8 @@ export interface PacerState {
   tier: string;
   rate: number;
   total: number;
-  faulty: number;
+  /** Unhealthy clusters at that health (Ready not True, or a faulty taint). */
+  unhealthy: number;
   updatedAt: string;
   /**
    * Clusters cordoned by a drain: their `Drain` rows go even while the Failover gate is off (a person's

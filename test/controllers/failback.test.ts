@@ -77,6 +77,8 @@ describe('failback', () => {
   it('a failure, a recovery, then failback once the window passes: paced, home first, the other copy removed gracefully', async () => {
     const names = ['w0', 'w1', 'w2', 'w3'];
     const { m, state } = await fleet(names);
+    // Two clusters only: the evicted workloads have one place to go (placement spreads over more).
+    await applyTo(m, [policy(String(WINDOW), [HOME, ALT])]);
     await failHome(m, state, names);
     for (const name of names) {
       expect(await placed(m, name)).toEqual([ALT]);
@@ -214,6 +216,8 @@ describe('failback', () => {
 
   it('never for purgeMode Never workloads; an annotation removed drops the waiting failback', async () => {
     const { m, state } = await fleet(['never', 'plain'], {}, [], {});
+    // Two clusters only: the evicted workloads have one place to go (placement spreads over more).
+    await applyTo(m, [policy(String(WINDOW), [HOME, ALT])]);
     await applyTo(m, [workload('never', { failover: { application: { decisionConditions: { tolerationSeconds: 30 }, purgeMode: 'Never' } } })]);
     await failHome(m, state, ['never', 'plain']);
     expect((await stored(m, 'never')).failback).toBeUndefined();

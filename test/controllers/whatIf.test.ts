@@ -90,7 +90,7 @@ describe('what-if, then the real failure', () => {
     expect(answer.evictions.map((e) => key(e, e.cluster)).sort()).toEqual(['m1|divided', 'm1|pair', 'm1|plain', 'm1|prefer', 'm2|pair', 'm2|patient']);
     expect(answer.blocked.map((e) => key(e, e.cluster))).toEqual(['m1|stuck']);
     expect(answer.tolerated.map((e) => key(e, e.cluster))).toEqual(['m1|tolerant']);
-    expect(answer.fleet).toMatchObject({ total: 5, faulty: 2, tier: 'primary', rate: 2 });
+    expect(answer.fleet).toMatchObject({ total: 5, unhealthy: 2, tier: 'primary', rate: 2 });
     expect(answer.heldBy).toBeNull();
 
     // The real failure, at the same moment.

@@ -380,7 +380,7 @@ describe('drain, uncordon, what-if and why', () => {
     ]);
     const text = (await ok(['what-if', 'fail', 'wi1'])).stdout;
     expect(text).toMatch(/^What if wi1 failed/);
-    expect(text).toMatch(/^Fleet: \d+\/\d+ clusters faulty/m);
+    expect(text).toMatch(/^Fleet: \d+\/\d+ clusters unhealthy/m);
     expect(text).toMatch(/^wi1 {3,}wi\/not-ready:NoExecute {3,}(in \S+|now) {3,}wi-policy$/m);
     expect(text).toMatch(
       /^Evictions \(1\):\nBINDING {3,}FROM {3,}DUE {3,}SLOT {3,}TARGETS\ndefault\/wi-web {3,}wi1 {3,}(in \S+|now) {3,}(in \S+|now) {3,}wi2\(2\)$/m,

@@ -37,7 +37,7 @@ describe('fleet-health tiers', () => {
     await waitFor(
       async () => {
         const { state } = await pacer.getPacerState();
-        return state.tier === 'halted' && state.total === 10 && state.faulty === 7 ? true : undefined;
+        return state.tier === 'halted' && state.total === 10 && state.unhealthy === 7 ? true : undefined;
       },
       10_000,
       100,

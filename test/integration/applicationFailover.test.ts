@@ -4,7 +4,7 @@ import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
 import { applicationFailoverResync, checkApplicationFailover, reportWorkloadStatus } from '../../shared/controllers/applicationFailover';
 import { applyBinding } from '../../shared/controllers/bindings';
-import { applyCluster } from '../../shared/controllers/clusters';
+import { applyCluster, reportClusterStatus } from '../../shared/controllers/clusters';
 import type { ControlPlane } from '../../shared/controllers/ports';
 import { decodeMessage } from '../../shared/queue/encoding';
 import { QUEUES } from '../../shared/queue/storageQueue';
@@ -32,7 +32,10 @@ const unhealthy = { aggregatedStatus: [{ clusterName: 'a1', health: 'Unhealthy' 
 const healthy = { aggregatedStatus: [{ clusterName: 'a1', health: 'Healthy' as const }] };
 
 it('queues one check per deadline however often the workload reports, and evicts at the deadline', async () => {
-  for (const name of ['a1', 'a2']) await applyCluster(plane, cluster(name) as never);
+  for (const name of ['a1', 'a2']) {
+    await applyCluster(plane, cluster(name) as never);
+    await reportClusterStatus(plane, name, { conditions: [{ type: 'Ready', status: 'True' }] });
+  }
   await applyBinding(
     plane,
     resourceBindingSchema.parse(

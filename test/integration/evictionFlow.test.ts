@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
 import { applyBinding } from '../../shared/controllers/bindings';
-import { applyCluster } from '../../shared/controllers/clusters';
+import { applyCluster, reportClusterStatus } from '../../shared/controllers/clusters';
 import { executeEviction } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
 import type { ControlPlane, EvictionBatch, EvictionMessage } from '../../shared/controllers/ports';
@@ -63,7 +63,10 @@ async function drainEvictions(): Promise<EvictionMessage[]> {
 
 describe('the eviction path on Azurite, step by step', () => {
   it('plans, paces, evicts exactly once, and reports the seed 004 metrics', async () => {
-    for (const name of ['c1', 'c2', 'c3']) await applyCluster(plane, cluster(name) as never);
+    for (const name of ['c1', 'c2', 'c3']) {
+      await applyCluster(plane, cluster(name) as never);
+      await reportClusterStatus(plane, name, { conditions: [{ type: 'Ready', status: 'True' }] });
+    }
     await applyBinding(plane, binding('web', ['c1']) as never);
     await applyBinding(plane, binding('db', ['c1'], { failover: { cluster: { purgeMode: 'Directly', tolerationSeconds: 0 } } }) as never);
     await applyCluster(plane, cluster('c1', true) as never);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
 import { applyBinding } from '../../shared/controllers/bindings';
-import { applyCluster } from '../../shared/controllers/clusters';
+import { applyCluster, reportClusterStatus } from '../../shared/controllers/clusters';
 import { executeEviction, repairInFlight } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
 import type { EvictionBatch } from '../../shared/controllers/ports';
@@ -49,7 +49,10 @@ describe('a lost answer, retried', () => {
   it("finishes an eviction whose binding write landed (the worker's read-back finds its own mark), instead of abandoning it", async () => {
     const clock = new ManualClock(new Date());
     const plane = createControlPlane(storage, loadConfig({ FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: '10' }), { clock, log: silentLogger });
-    for (const name of ['c1', 'c2', 'c3']) await applyCluster(plane, cluster(name) as never);
+    for (const name of ['c1', 'c2', 'c3']) {
+      await applyCluster(plane, cluster(name) as never);
+      await reportClusterStatus(plane, name, { conditions: [{ type: 'Ready', status: 'True' }] });
+    }
     await applyBinding(plane, binding('web', ['c1'], { placement: { clusterAffinity: { clusterNames: ['c1', 'c2'] } } }) as never);
     await applyCluster(plane, cluster('c1', true) as never);
     await manageCluster(plane, 'c1');
@@ -80,7 +83,10 @@ describe('a lost answer, retried', () => {
     try {
       const clock = new ManualClock(new Date());
       const plane = createControlPlane(own.storage, loadConfig({ FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: '10' }), { clock, log: silentLogger });
-      for (const name of ['c1', 'c2', 'c3']) await applyCluster(plane, cluster(name) as never);
+      for (const name of ['c1', 'c2', 'c3']) {
+        await applyCluster(plane, cluster(name) as never);
+        await reportClusterStatus(plane, name, { conditions: [{ type: 'Ready', status: 'True' }] });
+      }
       await applyBinding(plane, binding('late', ['c1'], { placement: { clusterAffinity: { clusterNames: ['c1', 'c2'] } } }) as never);
       await applyCluster(plane, cluster('c1', true) as never);
       await manageCluster(plane, 'c1');

@@ -306,7 +306,7 @@ describe('TableLedger storage layout', () => {
       tier: 'primary',
       rate: 5,
       total: 4,
-      faulty: 1,
+      unhealthy: 1,
       updatedAt: '2026-01-01T00:00:00.000Z',
       draining: ['m2'],
     };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Toleration } from '../../shared/api/resources';
-import { assignSlots, decideEviction, fleetHealth, tolerates } from '../../shared/failover/evictionDecision';
+import { assignSlots, decideEviction, tolerates } from '../../shared/failover/evictionDecision';
 import { CandidateCluster, preScheduleCheck } from '../../shared/failover/precheck';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -98,23 +98,6 @@ describe('decideEviction', () => {
     const verdict = decideEviction(taints, tolerations, failover, now);
     if (due === null) expect(verdict.evict).toBe(false);
     else expect(verdict.evict && verdict.dueAt.toISOString()).toBe(at(due).toISOString());
-  });
-});
-
-describe('fleet health and the rate (design decision 6)', () => {
-  const settings = { resourceEvictionRate: 0.5, secondaryResourceEvictionRate: 0.1, unhealthyClusterThreshold: 0.55, largeClusterNumThreshold: 10 };
-  const cases: Array<[number, number, string, number]> = [
-    [0, 0, 'primary', 0.5],
-    [12, 1, 'primary', 0.5],
-    [20, 11, 'primary', 0.5], // exactly 55 %: not above the threshold
-    [20, 12, 'secondary', 0.1],
-    [10, 7, 'halted', 0], // a small fleet halts
-    [10, 10, 'halted', 0],
-    [11, 7, 'secondary', 0.1], // 11 > 10 is large
-    [10, 5, 'primary', 0.5],
-  ];
-  it.each(cases)('%i clusters, %i faulty → %s at %d/s', (total, faulty, tier, rate) => {
-    expect(fleetHealth(total, faulty, settings)).toMatchObject({ tier, rate });
   });
 });
 

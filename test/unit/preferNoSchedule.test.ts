@@ -387,7 +387,7 @@ describe('what-if: a policy that only adds PreferNoSchedule evicts nothing', () 
       switches: { failoverEnabled: true, paused: false, nextSlotAt: 0, earliestLeadMs: 1500 },
     });
     expect(result.taints.map((t) => [t.cluster, `${t.key}:${t.effect}`, t.at])).toEqual([['a', 'not-ready:PreferNoSchedule', '2026-01-01T00:00:30.000Z']]);
-    expect(result.fleet).toMatchObject({ faulty: 0, tier: 'primary' });
+    expect(result.fleet).toMatchObject({ unhealthy: 1, tier: 'primary' });
     expect(result.counts).toEqual({ evictions: 0, blocked: 0, tolerated: 0, alreadyDecided: 0 });
     expect(result.untainted).toEqual([
       {

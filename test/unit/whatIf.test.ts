@@ -146,7 +146,7 @@ describe('whatIf', () => {
     expect(whatIf(input({ switches: { failoverEnabled: false, paused: false, nextSlotAt: 0, earliestLeadMs: 1500 } }))).toMatchObject({ heldBy: 'gate' });
     // Two of three clusters failing in a small fleet: halted, and the tier says so.
     const halted = whatIf(input({ failClusters: ['a', 'b'] }));
-    expect(halted.fleet).toMatchObject({ faulty: 2, tier: 'halted', rate: 0 });
+    expect(halted.fleet).toMatchObject({ unhealthy: 2, tier: 'halted', rate: 0 });
     expect(halted.heldBy).toBe('halted');
   });
 });

@@ -147,14 +147,14 @@ export function switchEvent(paused: boolean, now: Date | string): EventRecord {
  * The fleet's eviction tier changed (on `Failover/evictions`, beside the switches): the console's tier
  * history, one small partition read for the last hour.
  */
-export function tierEvent(from: string, to: string, rate: number, counts: { total: number; faulty: number }, now: Date | string): EventRecord {
+export function tierEvent(from: string, to: string, rate: number, counts: { total: number; unhealthy: number }, now: Date | string): EventRecord {
   return event(
     'Failover',
     'evictions',
     now,
     to === 'primary' ? 'Normal' : 'Warning',
     'RateTierChanged',
-    `eviction tier ${from} → ${to} (${rate}/s; ${counts.faulty} of ${counts.total} clusters faulty)`,
+    `eviction tier ${from} → ${to} (${rate}/s; ${counts.unhealthy} of ${counts.total} clusters unhealthy)`,
     {
       from,
       to,

@@ -11,7 +11,7 @@ export const initialPacerState = (): PacerState => ({
   tier: 'primary',
   rate: 0,
   total: 0,
-  faulty: 0,
+  unhealthy: 0,
   updatedAt: new Date(0).toISOString(),
   draining: [],
 });
@@ -30,7 +30,8 @@ export function pacerFromEntity(e: Record<string, unknown>): PacerState {
     tier: String(e.tier),
     rate: Number(e.rate),
     total: Number(e.total),
-    faulty: Number(e.faulty),
+    // `faulty` in rows written before fleet health counted unhealthy clusters.
+    unhealthy: Number(e.unhealthy ?? e.faulty ?? 0),
     updatedAt: String(e.updatedAt),
     // Written as JSON text (a Table column holds no arrays); absent in rows written before drains existed.
     draining: typeof e.draining === 'string' && e.draining !== '' ? (JSON.parse(e.draining) as string[]) : [],

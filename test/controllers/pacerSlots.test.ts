@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { executeEviction } from '../../shared/controllers/evictionWorker';
+import { runPacer } from '../../shared/controllers/pacer';
+import type { EvictionMessage } from '../../shared/controllers/ports';
+import { manageCluster } from '../../shared/controllers/taintManager';
+import { binding, cluster } from '../helpers/fleet';
+import { applyTo } from '../helpers/memoryLoop';
+import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
+
+/**
+ * The pacer's slots form one contiguous series across its ticks and across the queue messages that carry
+ * them: a tick that comes late continues the series where it stands. On the manual clock: one failed cluster
+ * with 30 bindings that leave at once and 3 that tolerate the taint for 3 s (due while the others are still
+ * leaving), at 4/s: 33 slots 250 ms apart, whatever the ticks' timing.
+ */
+
+const RATE = 4;
+const INTERVAL_MS = 1000 / RATE;
+
+async function failedCluster(): Promise<MemoryPlane> {
+  const m = memoryPlane({ RESOURCE_EVICTION_RATE: String(RATE) });
+  const patient = { placement: { clusterTolerations: [{ key: 'test/failed', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 3 }] } };
+  await applyTo(m, [
+    cluster('m1', true),
+    ...Array.from({ length: 11 }, (_, i) => cluster(`m${i + 2}`)),
+    ...Array.from({ length: 30 }, (_, i) => binding(`free${i}`, ['m1'])),
+    ...Array.from({ length: 3 }, (_, i) => binding(`patient${i}`, ['m1'], patient)),
+  ]);
+  await manageCluster(m.plane, 'm1');
+  return m;
+}
+
+/**
+ * Runs the pacer at each tick (ms after the start) and, between ticks, each eviction whose slot comes before
+ * the next tick, at its slot (as the queue and the worker's wait do). Returns the messages in the order sent.
+ */
+async function run(m: MemoryPlane, ticks: number[]): Promise<EvictionMessage[][]> {
+  const start = m.clock.now().getTime();
+  const sent: EvictionMessage[][] = [];
+  const queued: EvictionMessage[] = [];
+  for (let i = 0; i < ticks.length; i++) {
+    m.clock.set(new Date(start + ticks[i]));
+    await runPacer(m.plane);
+    for (const message of m.evictions.takeAll()) {
+      sent.push(message.message.evictions);
+      queued.push(...message.message.evictions);
+    }
+    queued.sort((a, b) => a.slot.localeCompare(b.slot));
+    const until = i + 1 < ticks.length ? start + ticks[i + 1] : Number.POSITIVE_INFINITY;
+    while (queued.length > 0 && Date.parse(queued[0].slot) < until) {
+      const message = queued.shift()!;
+      m.clock.set(new Date(Math.max(m.clock.now().getTime(), Date.parse(message.slot))));
+      expect(await executeEviction(m.plane, message)).toBe('evicted');
+    }
+  }
+  return sent;
+}
+
+const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]);
+
+describe('pacer slots: one contiguous series across ticks and messages', () => {
+  const cases: Array<{ name: string; ticks: number[] }> = [
+    { name: 'a tick every second', ticks: [0, 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000] },
+    // The tick after the first comes 3.5 s late (a slow run on a busy host): the series used to restart
+    // MIN_SLOT_LEAD_MS after it, leaving a slot unused between one tick's last message and the next's first.
+    { name: 'a late tick after the first', ticks: [0, 3500, 4500, 5500, 6500, 7500, 8500, 9500] },
+    { name: 'every tick late, each 3.5 s after the one before', ticks: [0, 3500, 7000, 10_500, 14_000] },
+    { name: 'late and early ticks mixed', ticks: [0, 1000, 4500, 5000, 8700, 9000, 9400, 12_000] },
+  ];
+  it.each(cases)('$name: 33 slots 250 ms apart, the tolerating bindings after the others', async ({ ticks }) => {
+    const m = await failedCluster();
+    const sent = await run(m, ticks);
+    const slots = sent.flat().map((e) => Date.parse(e.slot));
+    expect(slots).toHaveLength(33);
+    expect([...slots].sort((a, b) => a - b)).toEqual(slots);
+    expect(gaps(slots)).toEqual(Array.from({ length: 32 }, () => INTERVAL_MS));
+    // Each message carries a run of slots; the next message starts one interval after it.
+    for (let i = 1; i < sent.length; i++) expect(Date.parse(sent[i][0].slot) - Date.parse(sent[i - 1][sent[i - 1].length - 1].slot)).toBe(INTERVAL_MS);
+    // The tolerating bindings became due mid-stream and took the slots after the 30 that were due first.
+    expect(
+      sent
+        .flat()
+        .slice(30)
+        .map((e) => e.record?.name),
+    ).toEqual(expect.arrayContaining(['patient0', 'patient1', 'patient2']));
+    // Executed at those slots: 8 s from the first to the last.
+    const rows = (await m.ledger.scanEvictions({ cluster: 'm1' })).map((r) => r.record);
+    expect(rows.every((r) => r.state === 'done')).toBe(true);
+    const executed = rows.map((r) => Date.parse(r.executedAt!)).sort((a, b) => a - b);
+    expect(executed[32] - executed[0]).toBe(32 * INTERVAL_MS);
+  });
+
+  it('a tick too late for the next slot to be reached shifts the series by the excess, and drops no slot it hands out', async () => {
+    const m = await failedCluster();
+    // The first tick hands out 1.5 s to 4.5 s; the next comes at 4.2 s: 4.75 s can no longer be reached
+    // (a message needs up to DELIVERY_LEAD_MS), so the series goes on from 5.2 s, 250 ms apart again.
+    const sent = await run(m, [0, 4200, 5200, 6200, 7200, 8200, 9200, 10_200, 11_200]);
+    const slots = sent.flat().map((e) => Date.parse(e.slot) - Date.parse(sent[0][0].slot));
+    expect(slots).toHaveLength(33);
+    expect(gaps(slots).filter((gap) => gap !== INTERVAL_MS)).toEqual([700]);
+  });
+
+  it('ticks that keep coming 4 s apart: the pacer looks further ahead, so only the first late one shifts the series', async () => {
+    const m = await failedCluster();
+    const sent = await run(m, [0, 4000, 8000, 12_000, 16_000]);
+    const slots = sent.flat().map((e) => Date.parse(e.slot));
+    expect(slots).toHaveLength(33);
+    // 4.75 s was out of reach at 4 s (a message needs up to a second): the series went on from 5 s.
+    expect(gaps(slots).filter((gap) => gap !== INTERVAL_MS)).toEqual([2 * INTERVAL_MS]);
+  });
+});
