@@ -4,7 +4,8 @@ import { controlPlane } from '../shared/runtime';
 
 /**
  * Every 5 s: each ClusterTaintPolicy's status conditions (EvictionInProgress, BlastRadiusExceeded), written
- * only when one changed; in Karmada mode also to the policy's status subresource.
+ * only when one changed; in Karmada mode also where kubectl reads them: the status subresource of our
+ * failover.io ClusterTaintPolicies, a TaintPolicyStatus of the same name for Karmada's (which have none).
  */
 export async function policyStatus(_timer: Timer, ctx: InvocationContext): Promise<void> {
   const { written, published } = await refreshPolicyStatuses(controlPlane());

@@ -730,6 +730,114 @@ export type PropagationPolicyInput = z.infer<typeof propagationPolicySchema>;
 export type ClusterPropagationPolicyInput = z.infer<typeof clusterPropagationPolicySchema>;
 
 // ---------------------------------------------------------------------------------------------
+// Cluster failover settings that Karmada's PropagationPolicy schema cannot hold (Karmada mode)
+//
+// Karmada v1.18.2's `failover.cluster` declares only purgeMode (Directly, Gracefully) and statePreservation:
+// its CRD refuses tolerationSeconds and gracePeriodSeconds. In Karmada mode these annotations on a
+// PropagationPolicy or ClusterPropagationPolicy carry them, validated as the spec fields are, and take the
+// place of the spec fields (which a real Karmada never holds). The purge mode stays in the spec.
+
+/** failover.cluster.tolerationSeconds: how long a binding stays on a PreferNoExecute taint (whole seconds, 0 or more). */
+export const CLUSTER_TOLERATION_SECONDS_ANNOTATION = 'failover.io/cluster-toleration-seconds';
+/** failover.cluster.gracePeriodSeconds: with purge mode Gracefully, the old copy goes at the latest this long after the eviction (at least 1). */
+export const CLUSTER_GRACE_PERIOD_SECONDS_ANNOTATION = 'failover.io/cluster-grace-period-seconds';
+/**
+ * Recognised so that a guess does not pass unnoticed, and refused: every cluster purge mode the app acts
+ * on (Directly, Gracefully) is one Karmada's spec holds, and cluster failover has no `Never`.
+ */
+export const CLUSTER_PURGE_MODE_ANNOTATION = 'failover.io/cluster-purge-mode';
+
+const MAX_INT32 = 2_147_483_647;
+
+/** A whole number of seconds from an annotation, at least `min`; or why the value is refused. */
+function annotationSeconds(value: string, min: number): { seconds: number } | { problem: string } {
+  if (!/^\d{1,10}$/.test(value)) return { problem: `must be a whole number of seconds such as "300", got ${JSON.stringify(value)}` };
+  const seconds = Number(value);
+  if (seconds < min) return { problem: `must be at least ${min}, got "${value}"` };
+  if (seconds > MAX_INT32) return { problem: `must fit in 32 bits (at most ${MAX_INT32}), got "${value}"` };
+  return { seconds };
+}
+
+/** What the cluster-failover annotations of a policy set (only what is valid; see clusterFailoverAnnotationProblems). */
+export interface ClusterFailoverAnnotations {
+  tolerationSeconds?: number;
+  gracePeriodSeconds?: number;
+}
+
+export function clusterFailoverAnnotations(annotations: Readonly<Record<string, string>> | undefined): ClusterFailoverAnnotations {
+  const read = (key: string, min: number) => {
+    const value = annotations?.[key];
+    const parsed = value === undefined ? undefined : annotationSeconds(value, min);
+    return parsed && 'seconds' in parsed ? parsed.seconds : undefined;
+  };
+  const tolerationSeconds = read(CLUSTER_TOLERATION_SECONDS_ANNOTATION, 0);
+  const gracePeriodSeconds = read(CLUSTER_GRACE_PERIOD_SECONDS_ANNOTATION, 1);
+  return { ...(tolerationSeconds !== undefined ? { tolerationSeconds } : {}), ...(gracePeriodSeconds !== undefined ? { gracePeriodSeconds } : {}) };
+}
+
+/**
+ * Why a policy's cluster-failover annotations are refused, by annotation (empty: none is). They apply to
+ * `spec.failover.cluster`, so it must be set; the grace period, as the spec field, only with purge mode
+ * Gracefully. `purgeMode` is the spec's, as our schema reads it (aliases resolved).
+ */
+export function clusterFailoverAnnotationProblems(
+  annotations: Readonly<Record<string, string>> | undefined,
+  cluster: { purgeMode: string } | undefined,
+): Array<{ annotation: string; message: string }> {
+  const problems: Array<{ annotation: string; message: string }> = [];
+  const check = (annotation: string, min: number, extra?: () => string | undefined) => {
+    const value = annotations?.[annotation];
+    if (value === undefined) return;
+    const parsed = annotationSeconds(value, min);
+    const message =
+      'problem' in parsed
+        ? parsed.problem
+        : !cluster
+          ? 'applies to spec.failover.cluster, which is not set (set it, e.g. "failover: {cluster: {}}"; Karmada defaults its purgeMode to Gracefully)'
+          : extra?.();
+    if (message) problems.push({ annotation, message });
+  };
+  check(CLUSTER_TOLERATION_SECONDS_ANNOTATION, 0);
+  check(CLUSTER_GRACE_PERIOD_SECONDS_ANNOTATION, 1, () =>
+    cluster && cluster.purgeMode !== 'Gracefully' ? `only applies with purgeMode Gracefully (Graciously); purgeMode is ${cluster.purgeMode}` : undefined,
+  );
+  const purgeMode = annotations?.[CLUSTER_PURGE_MODE_ANNOTATION];
+  if (purgeMode !== undefined) {
+    const mode = PURGE_ALIASES[purgeMode];
+    problems.push({
+      annotation: CLUSTER_PURGE_MODE_ANNOTATION,
+      message:
+        mode === 'Directly' || mode === 'Gracefully'
+          ? `Karmada's schema holds this purge mode: set spec.failover.cluster.purgeMode to "${mode}" instead`
+          : `cluster failover has no purge mode ${JSON.stringify(purgeMode)} (it takes "Directly" or "Gracefully", set in spec.failover.cluster.purgeMode)`,
+    });
+  }
+  return problems;
+}
+
+/**
+ * `failover` with what the annotations set in place of failover.cluster's fields (pure). Nothing without
+ * failover.cluster; the grace period only with purge mode Gracefully, as the spec field.
+ */
+export function withClusterFailoverAnnotations<F extends { cluster?: ClusterFailover }>(
+  failover: F | undefined,
+  settings: ClusterFailoverAnnotations,
+): F | undefined {
+  const cluster = failover?.cluster;
+  if (!failover || !cluster) return failover;
+  const grace = cluster.purgeMode === 'Gracefully' ? settings.gracePeriodSeconds : undefined;
+  if (settings.tolerationSeconds === undefined && grace === undefined) return failover;
+  return {
+    ...failover,
+    cluster: {
+      ...cluster,
+      ...(settings.tolerationSeconds !== undefined ? { tolerationSeconds: settings.tolerationSeconds } : {}),
+      ...(grace !== undefined ? { gracePeriodSeconds: grace } : {}),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
 // FailoverBudget (failover.io/v1alpha1): at most maxInFlight of the selected bindings in flight at once
 
 /** `"<n>%"` with 0 < n ≤ 100 (decimals allowed): n; anything else undefined. */

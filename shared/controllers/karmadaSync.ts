@@ -1,9 +1,10 @@
-import type { BindingStatusReport } from '../api/resources';
+import { type BindingStatusReport, type ClusterFailoverAnnotations, clusterFailoverAnnotations, withClusterFailoverAnnotations } from '../api/resources';
 import { mapConcurrent } from '../concurrency';
-import type { BindingKind } from '../failover/bindingModel';
+import { bindingKey, type BindingKind, type PlacementFacts } from '../failover/bindingModel';
 import { isFaultyTaint } from '../failover/evictionDecision';
 import type { Condition } from '../failover/model';
-import { conditionOfExplanation, isConflict, isGone, KARMADA, KubeApiError, KubeObject, KubeResource, WatchEvent } from '../kube/api';
+import { POLICY_LABELS, policyKey } from '../failover/propagation';
+import { conditionOfExplanation, FAILOVER, isConflict, isGone, isNotFound, KARMADA, KubeApiError, KubeObject, KubeResource, WatchEvent } from '../kube/api';
 import { ConcurrencyError, Versioned } from '../store/ports';
 import { errorFields, StateChanges } from '../telemetry/log';
 import { reportWorkloadStatus } from './applicationFailover';
@@ -11,10 +12,12 @@ import { sweepBinding } from './gracefulEviction';
 import type { ControlPlane, IndexedPlacement, KarmadaConnection, KarmadaPorts, SyncCursor } from './ports';
 import type { BindingRecord } from './records';
 import { placementsOf } from './state/bindingWrites';
+import { RecentCache } from './state/cache';
 import { bindingKeyOf, toBindingRecord } from './state/karmada/bindingStore';
 import { toRecord } from './state/karmada/clusterStore';
-import { listAll, userAnnotations } from './state/karmada/kubeObjects';
-import { fleetClusters, forgetFleet, forgetTaintPolicies } from './state/reads';
+import { listAll, listIfServed, userAnnotations } from './state/karmada/kubeObjects';
+import { isReservedPolicyName, ownPolicyId } from './state/karmada/policyStores';
+import { fleetClusters, forgetFleet, forgetPropagationPolicies, forgetTaintPolicies } from './state/reads';
 import { fanOutEvaluations } from './taintEvaluation';
 
 /**
@@ -28,6 +31,8 @@ import { fanOutEvaluations } from './taintEvaluation';
 interface SyncedKind {
   key: string;
   resource: KubeResource;
+  /** One of our own kinds: a server without its CRD (404) has none, and the sync goes on without it. */
+  optional?: boolean;
   /** Handles one object that was added or changed (or, with `deleted`, removed). */
   handle: (plane: ControlPlane, object: KubeObject, deleted: boolean) => Promise<void>;
   /** After a (re)list: every object as it is now. */
@@ -38,6 +43,8 @@ export interface KindReport {
   events: number;
   relisted: boolean;
   resourceVersion: string;
+  /** An optional kind the server does not serve (its CRD is not installed). */
+  notServed?: boolean;
 }
 
 export interface SyncReport {
@@ -80,37 +87,96 @@ const clusters: SyncedKind = {
   },
 };
 
-/** Per process: what the taint evaluation reads of each ClusterTaintPolicy (its spec's generation, labels, annotations). */
-const seenPolicies = new WeakMap<object, Map<string, string>>();
 const evaluatedPart = (object: KubeObject) =>
   JSON.stringify([object.metadata.uid ?? '', object.metadata.generation ?? 0, object.metadata.labels ?? {}, userAnnotations(object)]);
 
-const taintPolicies: SyncedKind = {
-  key: 'clustertaintpolicies',
-  resource: KARMADA.clusterTaintPolicies,
-  async handle(plane, object, deleted) {
-    const seen = seenPolicies.get(plane) ?? new Map<string, string>();
-    seenPolicies.set(plane, seen);
-    const name = object.metadata.name;
-    if (deleted) seen.delete(name);
-    else {
-      // A status write (this app's policy status) changes nothing the evaluation reads: no fan-out.
-      if (seen.get(name) === evaluatedPart(object)) return;
-      seen.set(name, evaluatedPart(object));
-    }
-    forgetTaintPolicies(plane);
-    await fanOutEvaluations(plane);
-  },
-  async relisted(plane, objects) {
-    seenPolicies.set(plane, new Map(objects.map((object) => [object.metadata.name, evaluatedPart(object)])));
-    forgetTaintPolicies(plane);
-    await fanOutEvaluations(plane);
-  },
+/**
+ * A kind of ClusterTaintPolicy: Karmada's, or ours (`idOf` gives the app's policy id). A change of what the
+ * taint evaluation reads re-evaluates every cluster; a status write (our policy status) changes nothing it reads.
+ */
+const taintPolicyKind = (key: string, resource: KubeResource, idOf: (name: string) => string, optional: boolean): SyncedKind => {
+  /** Per process: what the taint evaluation reads of each policy (its spec's generation, labels, annotations). */
+  const seenPolicies = new WeakMap<object, Map<string, string>>();
+  return {
+    key,
+    resource,
+    optional,
+    async handle(plane, object, deleted) {
+      const seen = seenPolicies.get(plane) ?? new Map<string, string>();
+      seenPolicies.set(plane, seen);
+      const id = idOf(object.metadata.name);
+      if (deleted) seen.delete(id);
+      else {
+        if (seen.get(id) === evaluatedPart(object)) return;
+        seen.set(id, evaluatedPart(object));
+      }
+      forgetTaintPolicies(plane);
+      await fanOutEvaluations(plane);
+    },
+    async relisted(plane, objects) {
+      seenPolicies.set(plane, new Map(objects.map((object) => [idOf(object.metadata.name), evaluatedPart(object)])));
+      forgetTaintPolicies(plane);
+      await fanOutEvaluations(plane);
+    },
+  };
 };
 
-/** Every ClusterTaintPolicy in Karmada, as the API server has it (status included): what the status round works from. */
-export async function listPolicyObjects(plane: ControlPlane): Promise<KubeObject[]> {
-  return plane.karmada ? (await listAll(plane.karmada.api, KARMADA.clusterTaintPolicies)).items : [];
+/** Karmada's ClusterTaintPolicies (its shape), and ours: the seed shape with windows (infra/clustertaintpolicy-crd.yaml). */
+const taintPolicies = taintPolicyKind('clustertaintpolicies', KARMADA.clusterTaintPolicies, (name) => name, false);
+const ownTaintPolicies = taintPolicyKind('clustertaintpolicies.failover.io', FAILOVER.clusterTaintPolicies, ownPolicyId, true);
+
+// ----------------------------------------------------------------------------------- policy status
+
+/**
+ * Where one ClusterTaintPolicy's conditions are published in Karmada, and what they are there now. Ours
+ * (failover.io) have a status subresource. Karmada's have none (a status patch answers 404), so theirs go
+ * to a TaintPolicyStatus of the same name (infra/taintpolicystatus-crd.yaml), owned by the policy so that
+ * Kubernetes' garbage collector deletes it with the policy.
+ */
+export interface PolicyStatusTarget {
+  /** The app's policy id (ours are prefixed). */
+  id: string;
+  createdAt?: string;
+  /** The conditions kubectl reads now. */
+  conditions: readonly Condition[];
+  place:
+    | { kind: 'own'; object: KubeObject }
+    | { kind: 'companion'; policy: KubeObject; companion?: KubeObject }
+    /** Karmada's policy, on a server without the TaintPolicyStatus CRD: its conditions are the API's only. */
+    | { kind: 'unpublished'; policy: KubeObject };
+}
+
+const conditionsOf = (object: KubeObject | undefined): Condition[] => (object?.status as { conditions?: Condition[] } | undefined)?.conditions ?? [];
+
+/** Every ClusterTaintPolicy in Karmada (both kinds) with where its status goes: what the status round works from. */
+export async function listPolicyStatusTargets(plane: ControlPlane): Promise<PolicyStatusTarget[]> {
+  const api = plane.karmada?.api;
+  if (!api) return [];
+  const [karmadaPolicies, own, companions] = await Promise.all([
+    listAll(api, KARMADA.clusterTaintPolicies),
+    listIfServed(api, FAILOVER.clusterTaintPolicies),
+    listIfServed(api, FAILOVER.taintPolicyStatuses),
+  ]);
+  const companionOf = new Map((companions ?? []).map((object) => [object.metadata.name, object]));
+  return [
+    ...karmadaPolicies.items
+      .filter((policy) => !isReservedPolicyName(policy.metadata.name))
+      .map((policy): PolicyStatusTarget => {
+        const companion = companionOf.get(policy.metadata.name);
+        return {
+          id: policy.metadata.name,
+          ...(policy.metadata.creationTimestamp ? { createdAt: policy.metadata.creationTimestamp } : {}),
+          conditions: conditionsOf(companion),
+          place: companions ? { kind: 'companion', policy, ...(companion ? { companion } : {}) } : { kind: 'unpublished', policy },
+        };
+      }),
+    ...(own ?? []).map((object): PolicyStatusTarget => ({
+      id: ownPolicyId(object.metadata.name),
+      ...(object.metadata.creationTimestamp ? { createdAt: object.metadata.creationTimestamp } : {}),
+      conditions: conditionsOf(object),
+      place: { kind: 'own', object },
+    })),
+  ];
 }
 
 const conditionTuples = (conditions: readonly Condition[]) =>
@@ -120,18 +186,34 @@ const conditionTuples = (conditions: readonly Condition[]) =>
 
 /** Per process: why each policy's status could not be written last, so a refusal repeated every round is logged once. */
 const statusRefusals = new WeakMap<object, StateChanges>();
+const UNPUBLISHED = 'TaintPolicyStatus not served';
+
+/** The TaintPolicyStatus for a Karmada ClusterTaintPolicy: named after it, owned by it (deleted with it). */
+function companionFor(policy: KubeObject): KubeObject {
+  const policyRef = { apiVersion: 'policy.karmada.io/v1alpha1', kind: 'ClusterTaintPolicy', name: policy.metadata.name };
+  return {
+    apiVersion: `${FAILOVER.taintPolicyStatuses.group}/${FAILOVER.taintPolicyStatuses.version}`,
+    kind: FAILOVER.taintPolicyStatuses.kind,
+    metadata: {
+      name: policy.metadata.name,
+      ...(policy.metadata.uid ? { ownerReferences: [{ ...policyRef, uid: policy.metadata.uid }] } : {}),
+    },
+    spec: { policyRef },
+  };
+}
 
 /**
- * Policy status in Karmada mode: each ClusterTaintPolicy's conditions (`statuses`, by name) written to its
- * status subresource when they differ from what it has, with its resourceVersion (a lost race waits for
- * the next round). `kubectl wait --for=condition=EvictionInProgress=false clustertaintpolicy/<name>` reads
- * them. A refusal (no RBAC for clustertaintpolicies/status, a CRD without the subresource) is logged when
- * it begins or changes, not fatal: the API's own view of the status stays right. An RBAC refusal or an
- * outage is reported by the API's access tracking (and makes the app degraded).
+ * Policy status in Karmada mode: each ClusterTaintPolicy's conditions (`statuses`, by policy id) written
+ * where kubectl reads them (see PolicyStatusTarget) when they differ from what is there, with its
+ * resourceVersion (a lost race waits for the next round). So `kubectl wait
+ * --for=condition=EvictionInProgress=false clustertaintpolicies.failover.io/<name>` (ours) or
+ * `taintpolicystatus/<name>` (Karmada's) reads them. A refusal (no RBAC, a CRD without the subresource) is
+ * logged when it begins or changes, not fatal: the API's own view of the status stays right. An RBAC
+ * refusal or an outage is reported by the API's access tracking (and makes the app degraded).
  */
 export async function publishPolicyStatuses(
   plane: ControlPlane,
-  items: readonly KubeObject[],
+  targets: readonly PolicyStatusTarget[],
   statuses: ReadonlyMap<string, readonly Condition[]>,
 ): Promise<number> {
   const karmada = plane.karmada;
@@ -139,27 +221,44 @@ export async function publishPolicyStatuses(
   let written = 0;
   const refusals = statusRefusals.get(plane) ?? new StateChanges();
   statusRefusals.set(plane, refusals);
-  for (const object of items) {
-    const conditions = statuses.get(object.metadata.name);
-    const current = (object.status as { conditions?: Condition[] } | undefined)?.conditions ?? [];
-    if (!conditions || conditionTuples(current) === conditionTuples(conditions)) continue;
+  const writeStatus = (resource: KubeResource, object: KubeObject, conditions: readonly Condition[]) =>
+    karmada.api.patch(
+      resource,
+      object.metadata.name,
+      undefined,
+      { metadata: { resourceVersion: object.metadata.resourceVersion }, status: { conditions } },
+      'merge',
+      'status',
+    );
+  for (const target of targets) {
+    const conditions = statuses.get(target.id);
+    if (!conditions || conditionTuples(target.conditions) === conditionTuples(conditions)) continue;
+    const place = target.place;
+    if (place.kind === 'unpublished') {
+      if (refusals.changed(UNPUBLISHED, 'absent'))
+        plane.log.warn(
+          'Karmada ClusterTaintPolicy conditions are not published: the TaintPolicyStatus CRD is not installed (infra/taintpolicystatus-crd.yaml); the API serves them',
+          { policy: target.id },
+        );
+      continue;
+    }
+    if (place.kind === 'companion' && refusals.cleared(UNPUBLISHED))
+      plane.log.info('TaintPolicyStatus served now: Karmada ClusterTaintPolicy conditions are published');
     try {
-      await karmada.api.patch(
-        KARMADA.clusterTaintPolicies,
-        object.metadata.name,
-        undefined,
-        { metadata: { resourceVersion: object.metadata.resourceVersion }, status: { conditions } },
-        'merge',
-        'status',
-      );
+      if (place.kind === 'own') await writeStatus(FAILOVER.clusterTaintPolicies, place.object, conditions);
+      else {
+        // A create ignores status (status subresource): the conditions follow as a status write.
+        const companion = place.companion ?? (await karmada.api.create(FAILOVER.taintPolicyStatuses, undefined, companionFor(place.policy)));
+        await writeStatus(FAILOVER.taintPolicyStatuses, companion, conditions);
+      }
       written++;
-      if (refusals.cleared(object.metadata.name)) plane.log.info('ClusterTaintPolicy status written to Karmada again', { policy: object.metadata.name });
+      if (refusals.cleared(target.id)) plane.log.info('ClusterTaintPolicy status written to Karmada again', { policy: target.id });
     } catch (error) {
       if (isConflict(error)) continue;
       if (!(error instanceof KubeApiError)) throw error;
-      if (refusals.changed(object.metadata.name, `${error.status} ${error.reason}`)) {
+      if (refusals.changed(target.id, `${error.status} ${error.reason}`)) {
         plane.log.warn('ClusterTaintPolicy status not written to Karmada (said again when the answer changes)', {
-          policy: object.metadata.name,
+          policy: target.id,
           ...errorFields(error),
         });
       }
@@ -167,6 +266,122 @@ export async function publishPolicyStatuses(
   }
   return written;
 }
+
+// ----------------------------------------------------------------------------------- cluster failover settings
+
+/**
+ * Per policy (policyKey), the cluster-failover settings its annotations give (failover.io/cluster-*):
+ * what Karmada's PropagationPolicy schema cannot hold. Only policies that validate (the store leaves the
+ * others out) and set some. Kept a second by this process; a policy event forgets it.
+ */
+const policySettingsCache = new RecentCache<Map<string, ClusterFailoverAnnotations>>(1000);
+
+function policySettings(plane: ControlPlane): Promise<Map<string, ClusterFailoverAnnotations>> {
+  return policySettingsCache.get(plane, async () => {
+    const settings = new Map<string, ClusterFailoverAnnotations>();
+    for (const { id, value } of await plane.propagationPolicies.list()) {
+      const annotations = clusterFailoverAnnotations(value.annotations);
+      if (Object.keys(annotations).length > 0) settings.set(id, annotations);
+    }
+    return settings;
+  });
+}
+
+/** The policy Karmada's detector names on a binding (annotations; labels on older Karmada), as a policyKey. */
+function governingPolicyKey(binding: BindingRecord): string | undefined {
+  const named = { ...binding.labels, ...binding.annotations };
+  const name = named[POLICY_LABELS.name];
+  if (name && binding.namespace !== undefined)
+    return policyKey({ kind: 'PropagationPolicy', namespace: named[POLICY_LABELS.namespace] ?? binding.namespace, name });
+  const clusterPolicy = named[POLICY_LABELS.clusterName];
+  return clusterPolicy ? policyKey({ kind: 'ClusterPropagationPolicy', name: clusterPolicy }) : undefined;
+}
+
+/**
+ * The binding as the taint manager acts on it: Karmada copies its policy's spec.failover to the binding,
+ * not its annotations, so the settings of the policy it names go into failover.cluster here.
+ */
+function withPolicySettings(record: BindingRecord, settings: ReadonlyMap<string, ClusterFailoverAnnotations>): BindingRecord {
+  const key = settings.size > 0 ? governingPolicyKey(record) : undefined;
+  const own = key ? settings.get(key) : undefined;
+  const failover = own ? withClusterFailoverAnnotations(record.spec.failover, own) : record.spec.failover;
+  return failover === record.spec.failover ? record : { ...record, spec: { ...record.spec, failover } };
+}
+
+const failoverSettingsText = (failover: PlacementFacts['failoverCluster']) => JSON.stringify(failover ?? null);
+
+/**
+ * After a policy's settings changed (or may have, while nobody watched): the placement rows of the
+ * bindings in scope whose failover.cluster differs from what is indexed, written again. Rows not indexed
+ * yet are the binding sync's; a row a newer binding revision wrote is left alone. Returns the rows written.
+ */
+async function reindexFailoverSettings(plane: ControlPlane, scope: { namespace?: string; clusterScoped: boolean; policy?: string }): Promise<number> {
+  const karmada = plane.karmada!;
+  policySettingsCache.forget(plane);
+  const [settings, namespaced, clusterScoped] = await Promise.all([
+    policySettings(plane),
+    listAll(karmada.api, KARMADA.resourceBindings, scope.namespace),
+    scope.clusterScoped ? listAll(karmada.api, KARMADA.clusterResourceBindings) : undefined,
+  ]);
+  const records = [
+    ...namespaced.items.map((object) => toBindingRecord(object, 'ResourceBinding')),
+    ...(clusterScoped?.items ?? []).map((object) => toBindingRecord(object, 'ClusterResourceBinding')),
+  ].filter((record) => !scope.policy || governingPolicyKey(record) === scope.policy);
+  const wanted = records.flatMap((record) => placementsOf(withPolicySettings(record, settings)));
+  const byCluster = new Map<string, PlacementFacts[]>();
+  for (const row of wanted) byCluster.set(row.cluster, [...(byCluster.get(row.cluster) ?? []), row]);
+  const stale = (
+    await mapConcurrent([...byCluster], RELIST_CONCURRENCY, async ([cluster, rows]) => {
+      const indexed = new Map((await plane.ledger.listPlacements(cluster)).map((row) => [bindingKey(row), row]));
+      return rows.filter((row) => {
+        const current = indexed.get(bindingKey(row));
+        return current && current.rev <= row.rev && failoverSettingsText(current.failoverCluster) !== failoverSettingsText(row.failoverCluster);
+      });
+    })
+  ).flat();
+  if (stale.length > 0) await plane.ledger.upsertPlacements(stale);
+  return stale.length;
+}
+
+/** The cluster-failover annotations of a policy as last seen (with its generation: a spec edit can make them apply or not). */
+const settingsPart = (object: KubeObject) => JSON.stringify([object.metadata.generation ?? 0, clusterFailoverAnnotations(object.metadata.annotations)]);
+
+/**
+ * PropagationPolicies and ClusterPropagationPolicies: watched for their cluster-failover annotations
+ * (Karmada does not copy annotations to bindings, and an annotation edit changes no binding). A change
+ * re-indexes the bindings that name the policy; a relist (changes nobody watched) every binding in scope.
+ */
+const propagationPolicyKind = (kind: 'PropagationPolicy' | 'ClusterPropagationPolicy', resource: KubeResource, key: string): SyncedKind => {
+  /** Per process: settingsPart of each policy last seen (absent: not seen by this process, so it may have changed). */
+  const seenSettings = new WeakMap<object, Map<string, string>>();
+  const keyOf = (object: KubeObject) =>
+    policyKey({ kind, ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}), name: object.metadata.name });
+  return {
+    key,
+    resource,
+    async handle(plane, object, deleted) {
+      policySettingsCache.forget(plane);
+      forgetPropagationPolicies(plane);
+      const seen = seenSettings.get(plane) ?? new Map<string, string>();
+      seenSettings.set(plane, seen);
+      const id = keyOf(object);
+      const now = deleted ? '' : settingsPart(object);
+      if (seen.get(id) === now) return;
+      seen.set(id, now);
+      await reindexFailoverSettings(plane, {
+        ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}),
+        clusterScoped: kind === 'ClusterPropagationPolicy',
+        policy: id,
+      });
+    },
+    async relisted(plane, objects) {
+      seenSettings.set(plane, new Map(objects.map((object) => [keyOf(object), settingsPart(object)])));
+      policySettingsCache.forget(plane);
+      forgetPropagationPolicies(plane);
+      await reindexFailoverSettings(plane, { clusterScoped: kind === 'ClusterPropagationPolicy' });
+    },
+  };
+};
 
 const bindingKind = (kind: BindingKind, resource: KubeResource, key: string): SyncedKind => {
   const synced: SyncedKind = {
@@ -185,7 +400,12 @@ const bindingKind = (kind: BindingKind, resource: KubeResource, key: string): Sy
       // Unchanged since it was indexed: nothing to do (a relist costs one listing, not one write per binding).
       const changed = objects.filter((object) => byId.get(bindingKeyOf(object, kind))?.value.resourceVersion !== object.metadata.resourceVersion);
       // The snapshot is indexed in bulk: placement rows 100 to a transaction per cluster, index rows 100 to one.
-      const records = changed.map((object) => ({ object, key: bindingKeyOf(object, kind), record: toBindingRecord(object, kind) }));
+      const settings = await policySettings(plane);
+      const records = changed.map((object) => ({
+        object,
+        key: bindingKeyOf(object, kind),
+        record: withPolicySettings(toBindingRecord(object, kind), settings),
+      }));
       await plane.ledger.upsertPlacements(records.flatMap(({ record }) => placementsOf(record)));
       const departures = records.flatMap(({ key, record }) => {
         const now = new Set((record.spec.clusters ?? []).map((c) => c.name));
@@ -210,6 +430,9 @@ const bindingKind = (kind: BindingKind, resource: KubeResource, key: string): Sy
 const SYNCED: SyncedKind[] = [
   clusters,
   taintPolicies,
+  ownTaintPolicies,
+  propagationPolicyKind('PropagationPolicy', KARMADA.propagationPolicies, 'propagationpolicies'),
+  propagationPolicyKind('ClusterPropagationPolicy', KARMADA.clusterPropagationPolicies, 'clusterpropagationpolicies'),
   bindingKind('ResourceBinding', KARMADA.resourceBindings, 'resourcebindings'),
   bindingKind('ClusterResourceBinding', KARMADA.clusterResourceBindings, 'clusterresourcebindings'),
 ];
@@ -229,7 +452,7 @@ async function bindingChanged(
     await dropPlacements(plane, key, indexed);
     return;
   }
-  const record = toBindingRecord(object, kind);
+  const record = withPolicySettings(toBindingRecord(object, kind), await policySettings(plane));
   await indexPlacements(plane, karmada, key, record, object.metadata.resourceVersion ?? '', indexed);
   await followUp(plane, key, record, notifyTaintManager, object.metadata.resourceVersion);
 }
@@ -289,6 +512,9 @@ async function dropPlacements(plane: ControlPlane, key: string, indexed: Version
   });
 }
 
+/** Per process: the optional kinds found not served, so that is said once (and again when it changes). */
+const notServedKinds = new WeakMap<object, StateChanges>();
+
 /**
  * One sync invocation: every kind in parallel, each watching for at most `budgetSeconds`. Never throws for
  * an unusable API server: the connection row says degraded, with the verb and resource that failed.
@@ -313,12 +539,19 @@ export async function syncKarmada(plane: ControlPlane, budgetSeconds: number, si
   }
   await recordConnection(plane, karmada, undefined);
   const kinds: Record<string, KindReport> = {};
+  const notServed = notServedKinds.get(plane) ?? new StateChanges();
+  notServedKinds.set(plane, notServed);
   await Promise.all(
     SYNCED.map(async (kind) => {
       try {
         kinds[kind.key] = await syncKind(plane, karmada, kind, deadline, signal);
+        if (kind.optional && notServed.cleared(kind.key)) plane.log.info('Karmada API server serves our kind now', { kind: kind.key });
       } catch (error) {
-        await failed(error);
+        if (!(kind.optional && isNotFound(error))) return failed(error);
+        // Its CRD is not installed: the feature it carries is off, and the rest of the sync goes on.
+        kinds[kind.key] = { events: 0, relisted: false, resourceVersion: '', notServed: true };
+        if (notServed.changed(kind.key, 'not served'))
+          plane.log.info('Karmada API server does not serve our kind (its CRD is not installed): what it carries is off', { kind: kind.key });
       }
     }),
   );

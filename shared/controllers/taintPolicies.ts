@@ -16,7 +16,7 @@ import {
 import { policyMode } from '../failover/shadow';
 import { keep, mutate, write } from '../store/optimistic';
 import type { Versioned } from '../store/ports';
-import { listPolicyObjects, publishPolicyStatuses } from './karmadaSync';
+import { listPolicyStatusTargets, publishPolicyStatuses } from './karmadaSync';
 import type { ControlPlane } from './ports';
 import type { PolicyRecord } from './records';
 import { appliedPolicy, ApplyAction } from './state/derivation';
@@ -242,14 +242,15 @@ async function activeEvictions(plane: ControlPlane, clusters: readonly string[])
  * only when one changed (lastTransitionTime moves only with a status); an acknowledgement whose policy
  * fell back under the share expires. Standalone, it looks only at the policies with a state document (one
  * without has never held a faulty taint: GET shows its conditions False), so idle it costs one listing.
- * In Karmada mode every ClusterTaintPolicy gets its conditions, written to its status subresource when they
- * differ from what it shows (so `kubectl wait` finds them from the start).
+ * In Karmada mode every ClusterTaintPolicy of either kind gets its conditions, written where kubectl reads
+ * them when they differ from what is there (so `kubectl wait` finds them from the start): ours on their
+ * status subresource, Karmada's (which have none) on a TaintPolicyStatus of the same name.
  */
 export async function refreshPolicyStatuses(plane: ControlPlane): Promise<{ policies: number; written: number; published: number }> {
-  // Karmada mode: one listing of the ClusterTaintPolicies serves both the names and the status to compare with.
-  const [objects, states] = await Promise.all([plane.karmada ? listPolicyObjects(plane) : undefined, plane.policyStates.list()]);
-  const createdAt = new Map((objects ?? []).map((o) => [o.metadata.name, o.metadata.creationTimestamp]));
-  const names = objects ? [...createdAt.keys()] : states.map((s) => s.id);
+  // Karmada mode: one listing of the policies (and their status objects) serves both the ids and the status to compare with.
+  const [targets, states] = await Promise.all([plane.karmada ? listPolicyStatusTargets(plane) : undefined, plane.policyStates.list()]);
+  const createdAt = new Map((targets ?? []).map((target) => [target.id, target.createdAt]));
+  const names = targets ? [...createdAt.keys()] : states.map((s) => s.id);
   if (names.length === 0) return { policies: 0, written: 0, published: 0 };
   const listed = new Map<string, Versioned<PolicyState>>(states.map((s) => [s.id, s]));
   const held = [...new Set(names.flatMap((name) => Object.keys(listed.get(name)?.value.held ?? {})))];
@@ -290,6 +291,6 @@ export async function refreshPolicyStatuses(plane: ControlPlane): Promise<{ poli
     if (result.expired) await recordAcknowledgementExpired(plane, name, total, maxShare, now);
     statuses.set(name, result.conditions);
   }
-  const published = objects ? await publishPolicyStatuses(plane, objects, statuses) : 0;
+  const published = targets ? await publishPolicyStatuses(plane, targets, statuses) : 0;
   return { policies: names.length, written, published };
 }

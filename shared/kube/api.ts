@@ -38,6 +38,17 @@ export const KARMADA = {
   secrets: { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true },
 } as const satisfies Record<string, KubeResource>;
 
+/**
+ * Our own kinds on the Karmada API server (group failover.io, CRDs in infra/): what Karmada's strict
+ * schemas cannot hold. A server without one of these CRDs answers 404, and the feature it carries is off.
+ */
+export const FAILOVER = {
+  /** Seed-shape (windowed) ClusterTaintPolicies, with a status subresource (infra/clustertaintpolicy-crd.yaml). */
+  clusterTaintPolicies: { group: 'failover.io', version: 'v1alpha1', plural: 'clustertaintpolicies', kind: 'ClusterTaintPolicy', namespaced: false },
+  /** The status of a Karmada ClusterTaintPolicy, which has no status subresource; named after it (infra/taintpolicystatus-crd.yaml). */
+  taintPolicyStatuses: { group: 'failover.io', version: 'v1alpha1', plural: 'taintpolicystatuses', kind: 'TaintPolicyStatus', namespaced: false },
+} as const satisfies Record<string, KubeResource>;
+
 export interface KubeMetadata {
   name: string;
   namespace?: string;
@@ -126,6 +137,8 @@ function rbacResourceOf(resource: string): string {
 
 export const isConflict = (error: unknown): boolean => error instanceof KubeApiError && error.status === 409;
 export const isGone = (error: unknown): boolean => error instanceof KubeApiError && error.status === 410;
+/** A 404: the object is gone, or (on a list or a watch) its kind's CRD is not installed. */
+export const isNotFound = (error: unknown): boolean => error instanceof KubeApiError && error.status === 404;
 
 /** `clusters.cluster.karmada.io "member1"` style name of a resource, for messages. */
 export function resourceName(resource: KubeResource, name?: string, namespace?: string, subresource?: string): string {

@@ -1,8 +1,10 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { api, HostProcess, startHostProcess, waitFor } from '../helpers/hostProcess';
 import { APP_USER, FAST_PROBE_SETTINGS, KarmadaFleet, startKarmadaFleet } from '../helpers/karmadaFleet';
-import type { FaultHandle, KubeApiServer } from '../helpers/kubeApiServer';
+import { crdResources, type FaultHandle, type KubeApiServer } from '../helpers/kubeApiServer';
 import { SEED_000_CTP } from '../helpers/seedYaml';
 
 /**
@@ -53,8 +55,10 @@ beforeAll(async () => {
   karmada = await startKarmadaFleet({ prefix: 'karmada-fail-safe-' });
   server = karmada.server;
   server.upsert(parse(SEED_000_CTP) as Record<string, unknown>);
-  // A CRD without the status subresource: every policy status patch is answered 404.
-  statusNotFound = server.inject({ method: 'PATCH', pathRegex: /\/clustertaintpolicies\/[^/?]+\/status/, status: 404, times: Infinity });
+  // Karmada's ClusterTaintPolicy has no status subresource: its conditions go to a TaintPolicyStatus, whose
+  // status writes are answered 404 here every round.
+  for (const resource of crdResources(readFileSync(join(__dirname, '..', '..', 'infra', 'taintpolicystatus-crd.yaml'), 'utf8'))) server.addResource(resource);
+  statusNotFound = server.inject({ method: 'PATCH', pathRegex: /\/taintpolicystatuses\/[^/?]+\/status/, status: 404, times: Infinity });
 }, 60_000);
 
 afterAll(async () => {
@@ -100,12 +104,13 @@ describe('Karmada mode fails safe and says so', () => {
     ]);
   }, 90_000);
 
-  it('a policy status patch answered 404 every round is logged once', async () => {
+  it("a policy status write answered 404 every round is logged once, and nothing patches the status of Karmada's kind", async () => {
     // The status round runs every 5 s.
     await waitFor(async () => (statusNotFound.hits >= 3 ? true : undefined), 25_000, 200);
     const warnings = logLines().filter((l) => l.msg.startsWith('ClusterTaintPolicy status not written'));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ level: 'warn', policy: POLICY });
+    expect(server.requests.some((r) => r.resource === 'clustertaintpolicies' && r.subresource === 'status')).toBe(false);
     server.clearFaults();
   }, 40_000);
 

@@ -1,14 +1,17 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { api, HostProcess, startHostProcess, waitFor } from '../helpers/hostProcess';
 import { FAST_PROBE_SETTINGS, KarmadaFleet, startKarmadaFleet } from '../helpers/karmadaFleet';
-import type { KubeApiServer } from '../helpers/kubeApiServer';
+import { crdResources, type KubeApiServer } from '../helpers/kubeApiServer';
 import type { MemberEndpointServer } from '../helpers/memberEndpoints';
 
 /**
- * Policy status in Karmada mode, read with the real kubectl: the app writes each ClusterTaintPolicy's
- * conditions to its status subresource (authorized by exactly infra/karmada-rbac.yaml), so
- * `kubectl wait --for=condition=EvictionInProgress=false clustertaintpolicy/<name>` waits for a failover's
+ * Policy status in Karmada mode, read with the real kubectl: the app writes a windowed policy's conditions
+ * to the status subresource of our own kind (failover.io/v1alpha1 ClusterTaintPolicy, authorized by exactly
+ * infra/karmada-rbac.yaml), so `kubectl wait --for=condition=EvictionInProgress=false
+ * clustertaintpolicies.failover.io/<name>` waits for a failover's
  * evictions to finish. member1 stops answering /readyz → Ready=False → the policy's taint → evictions paced
  * at 2/s → EvictionInProgress True, then False once every eviction is done.
  */
@@ -33,15 +36,19 @@ function kubectl(args: string[], timeoutMs = 90_000): Promise<{ code: number; st
 }
 
 const conditions = () =>
-  ((server.get('clustertaintpolicies', POLICY)?.status as { conditions?: Array<{ type: string; status: string; reason: string; lastTransitionTime: string }> })
-    ?.conditions ?? []) as Array<{ type: string; status: string; reason: string; message?: string; lastTransitionTime: string }>;
+  ((
+    server.get('clustertaintpolicies.failover.io', POLICY)?.status as {
+      conditions?: Array<{ type: string; status: string; reason: string; lastTransitionTime: string }>;
+    }
+  )?.conditions ?? []) as Array<{ type: string; status: string; reason: string; message?: string; lastTransitionTime: string }>;
 const condition = (type: string) => conditions().find((c) => c.type === type);
 
 beforeAll(async () => {
   karmada = await startKarmadaFleet({ prefix: 'policy-status-' });
   ({ server, members, dir } = karmada);
+  for (const resource of crdResources(readFileSync(join(__dirname, '..', '..', 'infra', 'clustertaintpolicy-crd.yaml'), 'utf8'))) server.addResource(resource);
   server.upsert({
-    apiVersion: 'policy.karmada.io/v1alpha1',
+    apiVersion: 'failover.io/v1alpha1',
     kind: 'ClusterTaintPolicy',
     metadata: { name: POLICY },
     spec: {
@@ -80,7 +87,7 @@ describe('ClusterTaintPolicy status in Karmada', () => {
     expect(condition('EvictionInProgress')).toMatchObject({ status: 'False', reason: 'NoTaintsHeld' });
     expect(condition('BlastRadiusExceeded')).toMatchObject({ status: 'False', reason: 'WithinShare' });
     // Through the subresource only: the policy's spec and generation are untouched.
-    const stored = server.get('clustertaintpolicies', POLICY)!;
+    const stored = server.get('clustertaintpolicies.failover.io', POLICY)!;
     expect((stored.metadata as { generation: number }).generation).toBe(1);
     expect(server.requests.some((r) => r.verb === 'patch' && r.resource === 'clustertaintpolicies' && r.subresource === 'status' && r.status === 200)).toBe(
       true,
@@ -88,24 +95,24 @@ describe('ClusterTaintPolicy status in Karmada', () => {
     expect(
       server.requests.some((r) => r.resource === 'clustertaintpolicies' && r.subresource === undefined && (r.verb === 'patch' || r.verb === 'update')),
     ).toBe(false);
-    const now = await kubectl(['wait', '--for=condition=EvictionInProgress=false', `clustertaintpolicy/${POLICY}`, '--timeout=10s']);
+    const now = await kubectl(['wait', '--for=condition=EvictionInProgress=false', `clustertaintpolicies.failover.io/${POLICY}`, '--timeout=10s']);
     expect(now, now.stderr).toMatchObject({ code: 0 });
-    expect(now.stdout).toContain(`clustertaintpolicy.policy.karmada.io/${POLICY} condition met`);
+    expect(now.stdout).toContain(`clustertaintpolicy.failover.io/${POLICY} condition met`);
   }, 60_000);
 
   it('kubectl wait sees EvictionInProgress turn True during a failover and False once its evictions are done', async () => {
     const failedAt = Date.now();
     members[0].health = 'down';
-    const busy = await kubectl(['wait', '--for=condition=EvictionInProgress=true', `clustertaintpolicy/${POLICY}`, '--timeout=60s']);
+    const busy = await kubectl(['wait', '--for=condition=EvictionInProgress=true', `clustertaintpolicies.failover.io/${POLICY}`, '--timeout=60s']);
     expect(busy, busy.stderr).toMatchObject({ code: 0 });
     const inProgress = condition('EvictionInProgress')!;
     expect(inProgress).toMatchObject({ status: 'True', reason: 'EvictionsPending' });
     expect(inProgress.message).toMatch(/pending, \d+ scheduled eviction\(s\) on 1 cluster/);
     // The API says the same.
-    const viaApi = (await api(host.url, 'GET', `clustertaintpolicies/${POLICY}`)).body.status.conditions as Array<{ type: string; status: string }>;
+    const viaApi = (await api(host.url, 'GET', `clustertaintpolicies/failover.io.${POLICY}`)).body.status.conditions as Array<{ type: string; status: string }>;
     expect(viaApi.find((c) => c.type === 'EvictionInProgress')?.status).toBe('True');
 
-    const done = await kubectl(['wait', '--for=condition=EvictionInProgress=false', `clustertaintpolicy/${POLICY}`, '--timeout=60s']);
+    const done = await kubectl(['wait', '--for=condition=EvictionInProgress=false', `clustertaintpolicies.failover.io/${POLICY}`, '--timeout=60s']);
     expect(done, done.stderr).toMatchObject({ code: 0 });
     const ledger = (await api(host.url, 'GET', 'evictions?cluster=member1')).body.items as Array<{ state: string }>;
     expect(ledger).toHaveLength(BINDINGS);

@@ -343,14 +343,14 @@ const BUILT_IN: ResourceSpec[] = [
       { name: 'READY', type: 'string', value: (o) => conditionStatus(o, 'Ready') },
     ],
   },
-  // With a status subresource, as cluster-failover's policy status (status.conditions) needs: `kubectl wait --for=condition=...`.
+  // As Karmada ships it: no status subresource (the app publishes policy status on its own kinds).
   {
     group: 'policy.karmada.io',
     version: 'v1alpha1',
     kind: 'ClusterTaintPolicy',
     plural: 'clustertaintpolicies',
     namespaced: false,
-    hasStatus: true,
+    hasStatus: false,
     isCustom: true,
   },
   {
@@ -1500,4 +1500,58 @@ export function rbacAuthorizer(clusterRoleYaml: string, user: string): Authorize
       return names.length === 0 || (a.name !== undefined && names.includes(a.name));
     });
   };
+}
+
+/**
+ * A printer column's value by its CRD jsonPath, in the forms CRDs use: `.a.b`, `[n]`, and one filter
+ * `[?(@.field=="value")]` (the first match), e.g. `.status.conditions[?(@.type=="Ready")].status`.
+ */
+function crdColumnValue(jsonPath: string, obj: Obj): unknown {
+  const steps = jsonPath.match(/\.[A-Za-z0-9_-]+|\[\d+\]|\[\?\(@\.[A-Za-z0-9_-]+=="[^"]*"\)\]/g) ?? [];
+  let at: unknown = obj;
+  for (const step of steps) {
+    if (at === undefined || at === null) return undefined;
+    const filter = /^\[\?\(@\.([A-Za-z0-9_-]+)=="([^"]*)"\)\]$/.exec(step);
+    if (filter) at = Array.isArray(at) ? at.find((item: Obj) => String(item?.[filter[1]]) === filter[2]) : undefined;
+    else if (step.startsWith('[')) at = Array.isArray(at) ? at[Number(step.slice(1, -1))] : undefined;
+    else at = (at as Obj)[step.slice(1)];
+  }
+  return at;
+}
+
+/**
+ * The resources a CustomResourceDefinition YAML (one or more documents, e.g. a file of infra/) declares,
+ * one per served version, to serve with `addResource` or the `resources` option: names, scope, status
+ * subresource and printer columns as the real server takes them from the CRD. Its schema is not applied
+ * (see the server's notes: no validation, pruning or defaulting).
+ */
+export function crdResources(crdYaml: string): ResourceSpec[] {
+  const crds = parseAllDocuments(crdYaml)
+    .map((d) => d.toJS() as Obj | null)
+    .filter((d): d is Obj => d?.kind === 'CustomResourceDefinition');
+  return crds.flatMap((crd) =>
+    (crd.spec.versions as Obj[])
+      .filter((v) => v.served)
+      .map((v): ResourceSpec => ({
+        group: crd.spec.group,
+        version: v.name,
+        kind: crd.spec.names.kind,
+        plural: crd.spec.names.plural,
+        ...(crd.spec.names.singular ? { singular: crd.spec.names.singular } : {}),
+        namespaced: crd.spec.scope === 'Namespaced',
+        hasStatus: v.subresources?.status !== undefined,
+        isCustom: true,
+        ...(crd.spec.names.shortNames ? { shortNames: crd.spec.names.shortNames } : {}),
+        ...(crd.spec.names.categories ? { categories: crd.spec.names.categories } : {}),
+        // The table adds Age itself.
+        columns: ((v.additionalPrinterColumns ?? []) as Obj[])
+          .filter((c) => c.jsonPath !== '.metadata.creationTimestamp')
+          .map((c) => ({
+            name: c.name,
+            type: c.type,
+            ...(c.description ? { description: c.description } : {}),
+            value: (o: Obj) => crdColumnValue(c.jsonPath, o),
+          })),
+      })),
+  );
 }

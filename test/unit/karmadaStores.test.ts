@@ -1072,6 +1072,7 @@ describe('policy stores', () => {
     // What Karmada v1.18.2's API server answers for a PropagationPolicy applied with only selectors, placement and failover.
     const defaulted = {
       resourceSelectors: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web' }],
+      propagateDeps: true,
       conflictResolution: 'Abort',
       preemption: 'Never',
       priority: 0,

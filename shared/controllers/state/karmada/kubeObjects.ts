@@ -1,5 +1,5 @@
 export { ManagedInKarmadaError } from '../../../api/errors';
-import { isConflict, KubeApi, KubeApiError, KubeObject, KubeResource } from '../../../kube/api';
+import { isConflict, isNotFound, KubeApi, KubeApiError, KubeObject, KubeResource } from '../../../kube/api';
 import { ConcurrencyError } from '../../../store/ports';
 
 /**
@@ -48,16 +48,27 @@ export function annotationValue(value: unknown): string | null {
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
-/** Every object of a kind, page by page (500 a page, as client-go's informers). */
-export async function listAll(api: KubeApi, resource: KubeResource): Promise<{ items: KubeObject[]; resourceVersion: string }> {
+/** Every object of a kind (in one namespace when given), page by page (500 a page, as client-go's informers). */
+export async function listAll(api: KubeApi, resource: KubeResource, namespace?: string): Promise<{ items: KubeObject[]; resourceVersion: string }> {
   const items: KubeObject[] = [];
-  let page = await api.list(resource, { limit: 500 });
+  const scope = namespace ? { namespace } : {};
+  let page = await api.list(resource, { ...scope, limit: 500 });
   items.push(...page.items);
   while (page.continue) {
-    page = await api.list(resource, { limit: 500, continue: page.continue });
+    page = await api.list(resource, { ...scope, limit: 500, continue: page.continue });
     items.push(...page.items);
   }
   return { items, resourceVersion: page.resourceVersion };
+}
+
+/** Every object of one of our own kinds, or undefined when the server does not serve it (its CRD is not installed: 404). */
+export async function listIfServed(api: KubeApi, resource: KubeResource): Promise<KubeObject[] | undefined> {
+  try {
+    return (await listAll(api, resource)).items;
+  } catch (error) {
+    if (isNotFound(error)) return undefined;
+    throw error;
+  }
 }
 
 /** The objects read at a resourceVersion, kept for the write that usually follows the read. */
