@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { reportClusterStatus } from '../../shared/controllers/clusters';
 import { fleetStatus } from '../../shared/controllers/fleet';
 import { binding, cluster } from '../helpers/fleet';
-import { applyTo, loopSecond,LoopState } from '../helpers/memoryLoop';
-import { MemoryPlane,memoryPlane } from '../helpers/memoryPlane';
+import { applyTo, loopSecond, LoopState } from '../helpers/memoryLoop';
+import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 
 /**
  * The rate tiers count what is down, not what one policy was allowed to taint: the blast-radius guard holds

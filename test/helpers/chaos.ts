@@ -6,7 +6,7 @@ import { SLOW_READ_MS } from '../../shared/controllers/evictionWorker';
 import { QUEUES } from '../../shared/queue/storageQueue';
 import { TABLES } from '../../shared/store/tableStorage';
 import { startTestStorage, TestStorage } from './azurite';
-import { binding, cluster } from './fleet';
+import { binding, cluster, createdClusterReports } from './fleet';
 import { HostProcess, startHostProcess } from './hostProcess';
 import { CHAOS_FAULT_KINDS, ChaosFaultKind, startTcpChaosProxy, TcpChaosProxy } from './tcpChaosProxy';
 
@@ -305,13 +305,20 @@ class Api {
     return res.body;
   }
 
-  /** Applies objects in chunks of 25, three requests at a time (each to a random live host). */
+  /**
+   * Applies objects in chunks of 25, three requests at a time (each to a random live host); a created
+   * cluster's agent then reports the conditions its fixture carries (Ready=True).
+   */
   async apply(objects: unknown[]): Promise<void> {
     const chunks: unknown[][] = [];
     for (let i = 0; i < objects.length; i += 25) chunks.push(objects.slice(i, i + 25));
     let next = 0;
     const worker = async () => {
-      while (next < chunks.length) await this.ok('POST', 'apply', chunks[next++]);
+      while (next < chunks.length) {
+        const chunk = chunks[next++];
+        const answer = await this.ok('POST', 'apply', chunk);
+        for (const { name, conditions } of createdClusterReports(chunk, answer.results ?? [])) await this.ok('POST', `clusters/${name}/status`, { conditions });
+      }
     };
     await Promise.all([worker(), worker(), worker()]);
   }
