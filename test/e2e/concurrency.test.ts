@@ -12,7 +12,14 @@ const ADMIN = 'e2e-admin-token-0123456789';
 const ROOT = 'e2e-signing-key-0123456789';
 let host: HostProcess;
 beforeAll(async () => {
-  host = await startHostProcess({ AUTH_MODE: 'required', ADMIN_TOKEN: ADMIN, REPORTER_SIGNING_KEY: ROOT });
+  // The monitor's grace longer than the test: a cluster that reported once is not marked Unknown meanwhile.
+  host = await startHostProcess({
+    AUTH_MODE: 'required',
+    ADMIN_TOKEN: ADMIN,
+    REPORTER_SIGNING_KEY: ROOT,
+    CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: '3600',
+    CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: '3600',
+  });
 }, 30_000);
 afterAll(async () => host?.stop());
 

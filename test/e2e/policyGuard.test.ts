@@ -34,6 +34,8 @@ beforeAll(async () => {
     'apply',
     [...MEMBERS, ...GUARDED].map((name) => cluster(name)),
   );
+  // Each cluster's agent reports Ready=True (a cluster without Ready counts as unhealthy).
+  for (const name of [...MEMBERS, ...GUARDED]) await report(name, 'Ready', 'True');
 }, 30_000);
 afterAll(async () => {
   await host?.stop();

@@ -51,7 +51,8 @@ afterAll(async () => {
 });
 
 it('probes a member from its kubeconfig context: Ready=True at once, Ready=False only after the threshold, then True again', async () => {
-  await applyObjects(host.url, [cluster('edge1')]);
+  // No agent reports it: its Ready comes from the probe.
+  await applyObjects(host.url, [{ ...cluster('edge1'), status: {} }]);
   await waitFor(async () => ((await ready())?.status === 'True' ? true : undefined), 15_000, 100);
   expect(await ready()).toMatchObject({ status: 'True', reason: 'ClusterReady' });
 

@@ -82,7 +82,11 @@ it('exports one trace per failure, from the health webhook to the last moved wor
   const logs = host.output();
   host = undefined;
 
-  const webhook = receiver.spans.find((s) => s.name === 'POST clusterStatus' && s.attributes['http.response.status_code'] === 200);
+  // The failure's report: the clusters' agents reported Ready=True before it, each in a trace of its own.
+  const tainted = receiver.spans.find((s) => s.name === 'taint.evaluate' && String(s.attributes['failover.taint'] ?? '').startsWith('added'));
+  const webhook = receiver.spans.find(
+    (s) => s.name === 'POST clusterStatus' && s.attributes['http.response.status_code'] === 200 && s.traceId === tainted?.traceId,
+  );
   expect(webhook, 'the webhook span was exported').toBeDefined();
   const story = receiver.spans.filter((s) => s.traceId === webhook!.traceId);
   const names = new Set(story.map((s) => s.name));

@@ -540,7 +540,7 @@ const ledger: Case[] = [
           tier: 'primary',
           rate: 0,
           total: 0,
-          faulty: 0,
+          unhealthy: 0,
           updatedAt: '1970-01-01T00:00:00.000Z',
           draining: [],
         },

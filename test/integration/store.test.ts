@@ -99,6 +99,8 @@ describe('TableDocumentStore on Azurite', () => {
 
   it('two writers: the one with the stale ETag loses, re-reads and retries, and no update is lost', async () => {
     const store = new TableDocumentStore<{ n: number; writers: string[] }>(env.storage.table('scratch'), 'race');
+    // Writer B is another process's (its own adapter over the same table): writers in one process take turns.
+    const otherProcess = new TableDocumentStore<{ n: number; writers: string[] }>(env.storage.table('scratch'), 'race');
     await store.create('counter', { n: 0, writers: [] });
     let firstAttempts = 0;
     let release!: () => void;
@@ -110,7 +112,7 @@ describe('TableDocumentStore on Azurite', () => {
       return write({ n: current!.value.n + 1, writers: [...current!.value.writers, `a${attempt}`] }, 'a');
     });
     await new Promise((r) => setTimeout(r, 50));
-    await mutate(store, 'counter', (current) => write({ n: current!.value.n + 1, writers: [...current!.value.writers, 'b'] }, 'b'));
+    await mutate(otherProcess, 'counter', (current) => write({ n: current!.value.n + 1, writers: [...current!.value.writers, 'b'] }, 'b'));
     release();
     await a;
     expect(firstAttempts).toBe(2);
