@@ -186,10 +186,16 @@ describe('Karmada mode: our own kinds and annotations', () => {
     expect(web.body.spec.failover.cluster).toEqual({ purgeMode: 'Gracefully', tolerationSeconds: 42, gracePeriodSeconds: 120 });
     const noDeps = await api(host.url, 'GET', 'propagationpolicies/default/no-deps');
     expect(noDeps.status).toBe(404);
-    const refusal = host
-      .output()
-      .split('\n')
-      .find((line) => line.includes('Karmada object left out') && line.includes('default/no-deps'));
+    // The host's log reaches this process through a pipe: wait for the line rather than read it once.
+    const refusal = await waitFor(
+      async () =>
+        host
+          .output()
+          .split('\n')
+          .find((line) => line.includes('Karmada object left out') && line.includes('default/no-deps')),
+      10_000,
+      50,
+    );
     expect(refusal).toContain('spec.propagateDeps: application failover is set, propagateDeps must be true');
   }, 30_000);
 

@@ -36,6 +36,8 @@ beforeAll(async () => {
   );
   // Each cluster's agent reports Ready=True (a cluster without Ready counts as unhealthy).
   for (const name of [...MEMBERS, ...GUARDED]) await report(name, 'Ready', 'True');
+  // Signed reports carry whole seconds: the tests' own reports start in the next one, so none is the same report again.
+  await new Promise((resolve) => setTimeout(resolve, 1100));
 }, 30_000);
 afterAll(async () => {
   await host?.stop();
