@@ -20,7 +20,14 @@ const MAX_IN_FLIGHT = 5;
 
 let host: HostProcess;
 beforeAll(async () => {
-  host = await startHostProcess({ FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: String(RATE) });
+  // The clusters' agents report once: the monitor's grace is longer than the file, or silent clusters would
+  // turn Ready=Unknown, count as unhealthy and halt this small fleet part-way.
+  host = await startHostProcess({
+    FAILOVER_ENABLED: 'true',
+    RESOURCE_EVICTION_RATE: String(RATE),
+    CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: '3600',
+    CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: '3600',
+  });
 }, 30_000);
 afterAll(async () => host?.stop());
 
