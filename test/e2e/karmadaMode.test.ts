@@ -18,7 +18,8 @@ import { SEED_000_CTP } from '../helpers/seedYaml';
  */
 
 const run = promisify(execFile);
-const RATE = 2;
+// Slow enough that the recovery (two probe thresholds and the removal window) lands while evictions still wait, on a busy machine too.
+const RATE = 1;
 const BINDINGS = 16;
 
 let karmada: KarmadaFleet;
