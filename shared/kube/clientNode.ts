@@ -154,24 +154,29 @@ export class ClientNodeKubeApi implements KubeApi {
     const path = `/apis/${resource.group}/${resource.version}/${resource.plural}`;
     const watcher = new this.lib.Watch(this.config);
     // client-node calls back synchronously per line; the events are handled one at a time, in order.
+    // A handler that fails ends the watch with its error; the chain itself never rejects, so a failure
+    // between two events is never an unhandled rejection (which would end the host process).
     let chain: Promise<void> = Promise.resolve();
     let failure: KubeApiError | undefined;
+    let handlerFailure: Error | undefined;
     let controller: AbortController | undefined;
     const stop = () => controller?.abort();
     await new Promise<void>((resolve, reject) => {
       const finish = (error: unknown) => {
         options.signal?.removeEventListener('abort', stop);
-        chain.then(
-          () => (failure ? reject(failure) : error && !options.signal?.aborted ? reject(apiError('watch', what, error)) : resolve()),
-          (handlerError: unknown) => reject(handlerError instanceof Error ? handlerError : new Error(String(handlerError))),
-        );
+        void chain.then(() => {
+          if (handlerFailure) reject(handlerFailure);
+          else if (failure) reject(failure);
+          else if (error && !options.signal?.aborted) reject(apiError('watch', what, error));
+          else resolve();
+        });
       };
       watcher
         .watch(
           path,
           { resourceVersion: options.resourceVersion, allowWatchBookmarks: true, timeoutSeconds: options.timeoutSeconds },
           (type: string, object: unknown) => {
-            if (failure) return;
+            if (failure || handlerFailure) return;
             if (type === 'ERROR') {
               // The server ends a watch whose resourceVersion is too old with an ERROR event carrying a Status (410).
               const status = object as { code?: number; reason?: string; message?: string };
@@ -185,7 +190,13 @@ export class ClientNodeKubeApi implements KubeApi {
                 : type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED'
                   ? { type, object: object as KubeObject }
                   : undefined;
-            if (event) chain = chain.then(() => onEvent(event));
+            if (event)
+              chain = chain
+                .then(() => (handlerFailure ? undefined : onEvent(event)))
+                .catch((error: unknown) => {
+                  handlerFailure = error instanceof Error ? error : new Error(String(error));
+                  stop();
+                });
           },
           finish,
         )

@@ -1,0 +1,66 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KARMADA } from '../../shared/kube/api';
+import { ClientNodeKubeApi } from '../../shared/kube/clientNode';
+import { type KubeApiServer, startKubeApiServer } from '../helpers/kubeApiServer';
+
+/**
+ * The Kubernetes client's watch through the real @kubernetes/client-node against the test API server: a
+ * handler that fails ends the watch with that error, and never leaves a rejected promise nobody handles
+ * (Node ends the host process on one).
+ */
+let server: KubeApiServer;
+let api: ClientNodeKubeApi;
+
+const cluster = (name: string) => ({ apiVersion: 'cluster.karmada.io/v1alpha1', kind: 'Cluster', metadata: { name }, spec: {} });
+
+beforeAll(async () => {
+  server = await startKubeApiServer();
+  api = await ClientNodeKubeApi.connect(server.kubeconfig());
+});
+afterAll(() => server?.close());
+
+describe('watch with a failing handler', () => {
+  it('rejects with the handler error, handles nothing after it, and leaves no unhandled rejection', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const start = server.currentResourceVersion();
+      const seen: string[] = [];
+      const watching = api.watch(KARMADA.clusters, { resourceVersion: start, timeoutSeconds: 30 }, async (event) => {
+        if (event.type === 'BOOKMARK') return;
+        seen.push(event.object.metadata.name);
+        if (seen.length === 1) throw new Error('the handler failed on purpose');
+      });
+      const outcome = watching.then(
+        () => 'resolved',
+        (error: Error) => error.message,
+      );
+      await new Promise((r) => setTimeout(r, 200));
+      server.upsert(cluster('first'));
+      server.upsert(cluster('second'));
+      expect(await outcome).toBe('the handler failed on purpose');
+      // Let any stray rejection surface before looking.
+      await new Promise((r) => setTimeout(r, 100));
+      expect(seen).toEqual(['first']);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it('still delivers every event in order to a handler that succeeds', async () => {
+    const start = server.currentResourceVersion();
+    const controller = new AbortController();
+    const seen: string[] = [];
+    const watching = api.watch(KARMADA.clusters, { resourceVersion: start, timeoutSeconds: 30, signal: controller.signal }, async (event) => {
+      if (event.type === 'BOOKMARK') return;
+      seen.push(event.object.metadata.name);
+      if (seen.length === 3) controller.abort();
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    for (const name of ['a', 'b', 'c']) server.upsert(cluster(name));
+    await watching;
+    expect(seen).toEqual(['a', 'b', 'c']);
+  });
+});
