@@ -4,6 +4,7 @@ import { EvictionRecord, parseBindingKey } from '../failover/bindingModel';
 import { bypassesGate, DRAIN_REASON, isCordoned } from '../failover/drain';
 import { isFaultyTaint } from '../failover/evictionDecision';
 import { decideFailback, FAILBACK_REASON, failbackClusters, purgeNever, recordFailoverEviction, replacementOf } from '../failover/failback';
+import { dropPlacedAgain } from '../failover/gracefulEviction';
 import { evictFromPlacement } from '../failover/placementEviction';
 import { preScheduleCheck } from '../failover/precheck';
 import type { MissedRule } from '../failover/statePreservation';
@@ -524,7 +525,13 @@ async function settleFailback(
         ).gracefulEvictionTasks;
       }
       current.spec.clusters = failbackClusters(current.spec, home, replacement);
-      current.spec.gracefulEvictionTasks = tasks;
+      // The home's own task goes in the same write, in both modes: in Karmada mode its scheduler would keep
+      // the home out of the placement for it and send the workload to a third cluster.
+      const placedAgain = dropPlacedAgain(
+        tasks,
+        current.spec.clusters.map((c) => c.name),
+      );
+      current.spec.gracefulEvictionTasks = placedAgain.keep;
       // What the home reported before its failure is stale: the sweep waits for a new report of the copy there.
       if (current.status.aggregatedStatus) current.status.aggregatedStatus = current.status.aggregatedStatus.filter((item) => item.clusterName !== home);
       const placedNow = new Set(current.spec.clusters.map((c) => c.name));
@@ -560,6 +567,7 @@ async function settleFailback(
         ];
         followUps = oldCopyRemovedEvents(current, sweepRecord(current, at, plane.config), at);
       }
+      followUps = [...oldCopyRemovedEvents(current, placedAgain.drop, at), ...followUps];
       return write(current, true);
     },
     { placementsAlreadyRemoved: [record.cluster], current: binding },

@@ -34,6 +34,20 @@ export function resourceHealthPasses(binding: BindingHealthView): boolean {
   return binding.clusters.every((name) => binding.aggregatedStatus.find((s) => s.clusterName === name)?.health === 'Healthy');
 }
 
+/**
+ * Tasks whose cluster is placed again go: the copy there is the placement again, not an old copy to keep
+ * (and Karmada's scheduler keeps a cluster with a task out of the placement, its ClusterEviction filter).
+ */
+export function dropPlacedAgain(tasks: readonly GracefulEvictionTask[], clusters: readonly string[]): Pick<Assessment, 'keep' | 'drop'> {
+  const keep: GracefulEvictionTask[] = [];
+  const drop: Assessment['drop'] = [];
+  for (const task of tasks) {
+    if (clusters.includes(task.fromCluster)) drop.push({ task, why: `${task.fromCluster} is placed again` });
+    else keep.push(task);
+  }
+  return { keep, drop };
+}
+
 export function assessTasks(
   tasks: readonly GracefulEvictionTask[],
   binding: BindingHealthView,
@@ -45,11 +59,9 @@ export function assessTasks(
   const drop: Assessment['drop'] = [];
   const deadlines: number[] = [];
   const healthy = plugins.includes('ResourceHealth') && resourceHealthPasses(binding);
-  for (const task of tasks) {
-    if (binding.clusters.includes(task.fromCluster)) {
-      drop.push({ task, why: `${task.fromCluster} is placed again` });
-      continue;
-    }
+  const placedAgain = dropPlacedAgain(tasks, binding.clusters);
+  drop.push(...placedAgain.drop);
+  for (const task of placedAgain.keep) {
     if (task.suppressDeletion) {
       keep.push(task);
       continue;
