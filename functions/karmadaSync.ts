@@ -3,8 +3,20 @@ import { syncKarmada } from '../shared/controllers/karmadaSync';
 import { controlPlane } from '../shared/runtime';
 import { shutdownSignal, signalShutdown } from '../shared/shutdown';
 
-/** How long one invocation watches: most of the 10 s period, so the next one picks up where it stopped. */
-export const WATCH_BUDGET_SECONDS = 9;
+/** The timer's period: it fires at every multiple of it. */
+const PERIOD_MS = 10_000;
+/**
+ * Each invocation watches until this long before the next tick: its end (cursors saved, evictions it ran
+ * beside the watch) must come before the tick, or the timer skips that occurrence and nobody watches for a
+ * whole period. A change in the gap is delivered when the next invocation resumes from the cursor.
+ */
+const END_BEFORE_TICK_MS = 500;
+
+/** Seconds from `now` until END_BEFORE_TICK_MS before the next tick (pure). */
+export function watchBudgetSeconds(now: number, periodMs = PERIOD_MS, marginMs = END_BEFORE_TICK_MS): number {
+  const nextTick = (Math.floor(now / periodMs) + 1) * periodMs;
+  return Math.max(0, nextTick - marginMs - now) / 1000;
+}
 
 /**
  * Every 10 s, Karmada mode only: list once (or resume from the stored resourceVersion), then watch
@@ -15,10 +27,10 @@ export async function karmadaSync(_timer: Timer, ctx: InvocationContext): Promis
   const plane = controlPlane();
   if (!plane.karmada) return;
   // A degraded report is logged when the state changes (syncKarmada, the API's access tracking), not every 10 s.
-  const report = await syncKarmada(plane, WATCH_BUDGET_SECONDS, shutdownSignal);
+  const report = await syncKarmada(plane, watchBudgetSeconds(Date.now()), shutdownSignal);
   const changed = Object.entries(report.kinds).filter(([, k]) => k.events > 0 || k.relisted);
   if (changed.length > 0) ctx.log(`karmada sync: ${changed.map(([kind, k]) => `${kind} ${k.relisted ? 'relisted, ' : ''}${k.events} event(s)`).join('; ')}`);
 }
 
-app.timer('karmadaSync', { schedule: '*/10 * * * * *', runOnStartup: false, useMonitor: false, handler: karmadaSync });
+app.timer('karmadaSync', { schedule: `*/${PERIOD_MS / 1000} * * * * *`, runOnStartup: false, useMonitor: false, handler: karmadaSync });
 app.hook.appTerminate(() => signalShutdown());

@@ -1,6 +1,6 @@
 import type { EvictionState } from '../failover/bindingModel';
 import { bypassesGate, isCordonTaint } from '../failover/drain';
-import { isFaultyTaint } from '../failover/evictionDecision';
+import { decidedInEpisode, earliestTime, isFaultyTaint } from '../failover/evictionDecision';
 import { forecastSlots } from '../failover/slotForecast';
 import { applicationFailoverResync } from './applicationFailover';
 import { karmadaConnection } from './karmadaSync';
@@ -111,9 +111,10 @@ export async function evictionQueueSummary(plane: ControlPlane) {
       );
   const entries: QueueSummaryEntry[] = clusters.map(({ name, cluster, rows }) => {
     const taints = cluster?.value.taints ?? [];
-    const starts = taints.filter((t) => isFaultyTaint(t) || isCordonTaint(t)).map((t) => t.timeAdded);
-    const since = starts.length > 0 ? starts.sort()[0] : null;
-    const current = rows.filter(({ record }) => ['pending', 'scheduled', 'blocked'].includes(record.state) || since === null || record.decidedAt >= since);
+    const since = earliestTime(taints.filter((t) => isFaultyTaint(t) || isCordonTaint(t)).map((t) => t.timeAdded)) ?? null;
+    const current = rows.filter(
+      ({ record }) => ['pending', 'scheduled', 'blocked'].includes(record.state) || since === null || decidedInEpisode(record.decidedAt, since),
+    );
     const count = (state: EvictionState) => current.filter(({ record }) => record.state === state).length;
     const reasons = new Map<string, number>();
     for (const { record } of current)

@@ -8,8 +8,10 @@ import { conditionOfExplanation, FAILOVER, isConflict, isGone, isNotFound, KARMA
 import { ConcurrencyError, Versioned } from '../store/ports';
 import { errorFields, StateChanges } from '../telemetry/log';
 import { reportWorkloadStatus } from './applicationFailover';
+import { executeEvictionBatch } from './evictionWorker';
 import { sweepBinding } from './gracefulEviction';
-import type { ControlPlane, IndexedPlacement, KarmadaConnection, KarmadaPorts, SyncCursor } from './ports';
+import { paceAfterPlanning } from './pacer';
+import type { ControlPlane, EvictionBatch, IndexedPlacement, KarmadaConnection, KarmadaPorts, SyncCursor } from './ports';
 import type { BindingRecord } from './records';
 import { placementsOf } from './state/bindingWrites';
 import { RecentCache } from './state/cache';
@@ -18,7 +20,8 @@ import { toRecord } from './state/karmada/clusterStore';
 import { listAll, listIfServed, userAnnotations } from './state/karmada/kubeObjects';
 import { isReservedPolicyName, ownPolicyId } from './state/karmada/policyStores';
 import { fleetClusters, forgetFleet, forgetPropagationPolicies, forgetTaintPolicies } from './state/reads';
-import { fanOutEvaluations } from './taintEvaluation';
+import { evaluateCluster, fanOutEvaluations } from './taintEvaluation';
+import { handleTaintManagerMessage } from './taintManager';
 
 /**
  * Change detection against the Karmada API server, shaped for Functions: one bounded invocation (a timer)
@@ -34,10 +37,23 @@ interface SyncedKind {
   /** One of our own kinds: a server without its CRD (404) has none, and the sync goes on without it. */
   optional?: boolean;
   /** Handles one object that was added or changed (or, with `deleted`, removed). */
-  handle: (plane: ControlPlane, object: KubeObject, deleted: boolean) => Promise<void>;
+  handle: (plane: ControlPlane, object: KubeObject, deleted: boolean, run: SyncRun) => Promise<void>;
   /** After a (re)list: every object as it is now. */
   relisted: (plane: ControlPlane, objects: KubeObject[]) => Promise<void>;
 }
+
+/** One sync invocation: work a handler starts and leaves running, awaited before the invocation returns. */
+export interface SyncRun {
+  /** When the watches end (epoch ms). */
+  deadline: number;
+  later(work: Promise<unknown>): void;
+}
+
+/**
+ * Evictions run beside the watch only when they end this long before its deadline (a message's slots span
+ * at most a second): the invocation then returns on time, and the next one starts at its tick.
+ */
+const RUN_HERE_BEFORE_DEADLINE_MS = 2000;
 
 export interface KindReport {
   events: number;
@@ -54,36 +70,95 @@ export interface SyncReport {
 }
 
 const CURSOR_SAVE_EVERY = 200;
+/** A watch shorter than this is not started: the next invocation resumes from the cursor. */
+const MIN_WATCH_MS = 200;
 /** A (re)list hands its objects on this many at a time. */
 const RELIST_CONCURRENCY = 16;
 
 /** Per process: the faulty taints last seen per cluster, so a taint someone else added reaches the taint manager once. */
 const seenFaulty = new WeakMap<object, Map<string, string>>();
+/** Per process: the conditions (type and status) last seen per cluster, so a change of them is evaluated at once. */
+const seenConditions = new WeakMap<object, Map<string, string>>();
+
+const conditionsKey = (object: KubeObject) =>
+  JSON.stringify(
+    ((object.status as { conditions?: Condition[] } | undefined)?.conditions ?? []).map((c) => [c.type, c.status]).sort((a, b) => a[0].localeCompare(b[0])),
+  );
+
+/**
+ * A watched Cluster whose conditions changed (Karmada's clusterStatus controller wrote Ready=False, say) is
+ * evaluated right here, in the watch handler, instead of through the `taint-evaluations` queue: a message
+ * sent from this long invocation waits for the queue's idle poll (up to host.json's maxPollingInterval),
+ * which put the taint up to a second after Ready. A taint that makes the cluster faulty is planned here too
+ * (the taint manager's shared pass, so the message the write also sends plans nothing twice) and paced at
+ * once; the first evictions, due within a second, are executed by this invocation beside the watch (a queue
+ * message would wait for the worker's poll), the rest go to the queue as from any pacer pass.
+ * A failure falls back to the messages.
+ */
+async function evaluateNow(plane: ControlPlane, name: string, run: SyncRun): Promise<void> {
+  try {
+    const changes = await evaluateCluster(plane, name);
+    if (!changes.some((c) => isFaultyTaint(c.taint))) return;
+    const outcome = await handleTaintManagerMessage(plane, { cluster: name, reason: 'taints-changed' });
+    if (outcome.planned > 0) await paceHere(plane, run);
+  } catch (error) {
+    plane.log.warn('inline taint evaluation failed: the evaluation message takes it', { cluster: name, ...errorFields(error) });
+    await plane.evaluations.send({ cluster: name, reason: 'watch' });
+  }
+}
+
+/** A pacer pass whose nearest evictions this invocation executes itself; one that fails leaves the rows to the timer's tick. */
+async function paceHere(plane: ControlPlane, run: SyncRun): Promise<void> {
+  const runHere = (batch: EvictionBatch) => {
+    if (Date.now() > run.deadline - RUN_HERE_BEFORE_DEADLINE_MS) return false;
+    run.later(
+      executeEvictionBatch(plane, batch).catch(async (error: unknown) => {
+        plane.log.warn('eviction run beside the watch failed: its message goes to the worker', { ...errorFields(error) });
+        await plane.evictions.send(batch);
+      }),
+    );
+    return true;
+  };
+  await paceAfterPlanning(plane, { runHere });
+}
+
+async function clusterChanged(plane: ControlPlane, object: KubeObject, deleted: boolean, run: SyncRun | undefined): Promise<void> {
+  forgetFleet(plane);
+  const name = object.metadata.name;
+  const seen = seenFaulty.get(plane) ?? new Map<string, string>();
+  seenFaulty.set(plane, seen);
+  const faulty = deleted
+    ? ''
+    : toRecord(object, undefined)
+        .taints.filter(isFaultyTaint)
+        .map((t) => `${t.key}:${t.effect}@${t.timeAdded}`)
+        .sort()
+        .join(',');
+  if (seen.get(name) !== faulty) {
+    seen.set(name, faulty);
+    await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
+  }
+  const conditions = seenConditions.get(plane) ?? new Map<string, string>();
+  seenConditions.set(plane, conditions);
+  if (deleted) {
+    conditions.delete(name);
+    return;
+  }
+  const now = conditionsKey(object);
+  const before = conditions.get(name);
+  conditions.set(name, now);
+  // A relist hands on every cluster: those go through the queue.
+  if (run && before !== now) await evaluateNow(plane, name, run);
+  else await plane.evaluations.send({ cluster: name, reason: 'watch' });
+}
 
 const clusters: SyncedKind = {
   key: 'clusters',
   resource: KARMADA.clusters,
-  async handle(plane, object, deleted) {
-    forgetFleet(plane);
-    const name = object.metadata.name;
-    const seen = seenFaulty.get(plane) ?? new Map<string, string>();
-    seenFaulty.set(plane, seen);
-    const faulty = deleted
-      ? ''
-      : toRecord(object, undefined)
-          .taints.filter(isFaultyTaint)
-          .map((t) => `${t.key}:${t.effect}@${t.timeAdded}`)
-          .sort()
-          .join(',');
-    if (seen.get(name) !== faulty) {
-      seen.set(name, faulty);
-      await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
-    }
-    if (!deleted) await plane.evaluations.send({ cluster: name, reason: 'watch' });
-  },
+  handle: (plane, object, deleted, run) => clusterChanged(plane, object, deleted, run),
   async relisted(plane, objects) {
     forgetFleet(plane);
-    await mapConcurrent(objects, RELIST_CONCURRENCY, (object) => clusters.handle(plane, object, false));
+    await mapConcurrent(objects, RELIST_CONCURRENCY, (object) => clusterChanged(plane, object, false, undefined));
   },
 };
 
@@ -539,12 +614,14 @@ export async function syncKarmada(plane: ControlPlane, budgetSeconds: number, si
   }
   await recordConnection(plane, karmada, undefined);
   const kinds: Record<string, KindReport> = {};
+  const started: Array<Promise<unknown>> = [];
+  const run: SyncRun = { deadline, later: (work) => void started.push(work.catch(() => undefined)) };
   const notServed = notServedKinds.get(plane) ?? new StateChanges();
   notServedKinds.set(plane, notServed);
   await Promise.all(
     SYNCED.map(async (kind) => {
       try {
-        kinds[kind.key] = await syncKind(plane, karmada, kind, deadline, signal);
+        kinds[kind.key] = await syncKind(plane, karmada, kind, deadline, run, signal);
         if (kind.optional && notServed.cleared(kind.key)) plane.log.info('Karmada API server serves our kind now', { kind: kind.key });
       } catch (error) {
         if (!(kind.optional && isNotFound(error))) return failed(error);
@@ -555,10 +632,19 @@ export async function syncKarmada(plane: ControlPlane, budgetSeconds: number, si
       }
     }),
   );
+  // Work the handlers left running (evictions executed beside the watch) ends with the invocation.
+  while (started.length > 0) await Promise.all(started.splice(0));
   return { kinds, ...(degraded ? { degraded } : {}) };
 }
 
-async function syncKind(plane: ControlPlane, karmada: KarmadaPorts, kind: SyncedKind, deadline: number, signal?: AbortSignal): Promise<KindReport> {
+async function syncKind(
+  plane: ControlPlane,
+  karmada: KarmadaPorts,
+  kind: SyncedKind,
+  deadline: number,
+  run: SyncRun,
+  signal?: AbortSignal,
+): Promise<KindReport> {
   let cursor = await karmada.cursors.get(kind.key);
   let resourceVersion = cursor?.value.resourceVersion;
   let relisted = false;
@@ -591,19 +677,26 @@ async function syncKind(plane: ControlPlane, karmada: KarmadaPorts, kind: Synced
 
   async function watchUntil() {
     while (!signal?.aborted) {
-      const remaining = Math.floor((deadline - Date.now()) / 1000);
-      if (remaining < 1) break;
+      // The watch ends at the deadline to the millisecond (the next invocation starts right after it), not
+      // at the last whole second before it: a change in the gap waited for the next invocation.
+      const remainingMs = deadline - Date.now();
+      if (remainingMs < MIN_WATCH_MS) break;
+      const atDeadline = AbortSignal.timeout(remainingMs);
       try {
         await karmada.api.watch(
           kind.resource,
-          { resourceVersion: resourceVersion!, timeoutSeconds: remaining, ...(signal ? { signal } : {}) },
+          {
+            resourceVersion: resourceVersion!,
+            timeoutSeconds: Math.ceil(remainingMs / 1000),
+            signal: signal ? AbortSignal.any([signal, atDeadline]) : atDeadline,
+          },
           async (event: WatchEvent) => {
             if (event.type === 'BOOKMARK') {
               resourceVersion = event.resourceVersion;
               await save();
               return;
             }
-            await kind.handle(plane, event.object, event.type === 'DELETED');
+            await kind.handle(plane, event.object, event.type === 'DELETED', run);
             resourceVersion = event.object.metadata.resourceVersion ?? resourceVersion;
             events++;
             if (++unsaved >= CURSOR_SAVE_EVERY) await save();

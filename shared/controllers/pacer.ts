@@ -1,11 +1,12 @@
 import type { EvictionRecord } from '../failover/bindingModel';
 import { bypassesGate } from '../failover/drain';
-import { assignSlots, earliestSlot, slotHorizon, SlotLeads } from '../failover/evictionDecision';
+import { assignSlots, earliestSlot, handOffLeads, slotHorizon, SlotLeads } from '../failover/evictionDecision';
 import { orderDue } from '../failover/priority';
 import { dueEntity, shardOf } from '../store/ledgerTable';
 import type { DueGroup, PacerState, VersionedEviction } from '../store/ports';
+import { errorFields } from '../telemetry/log';
 import { ATTR, inSpan, recordSpan } from '../telemetry/tracing';
-import type { ControlPlane, EvictionMessage } from './ports';
+import type { ControlPlane, EvictionBatch, EvictionMessage } from './ports';
 import { BudgetGate } from './state/budgets';
 import { evictionEvent, switchEvent, tierEvent } from './state/events';
 import { currentFleetHealth, rememberPacerState } from './state/reads';
@@ -42,6 +43,25 @@ export const MIN_SLOT_LEAD_MS = 1500;
  */
 export const DELIVERY_LEAD_MS = 1000;
 export const SLOT_LEADS: SlotLeads = { freshMs: MIN_SLOT_LEAD_MS, deliveryMs: DELIVERY_LEAD_MS };
+
+/**
+ * The lead of a fresh series whose first messages are executed by the pass's own caller (`runHere`): the
+ * rest of the pass and the worker's read, no queue in between.
+ */
+export const RUN_HERE_LEAD_MS = 100;
+/** Messages whose first slot is nearer than this go to `runHere`: a queue poll could not deliver them in time. */
+export const RUN_HERE_WITHIN_MS = 1000;
+
+export interface PacerOptions {
+  /**
+   * The caller executes the messages whose first slot is less than RUN_HERE_WITHIN_MS away itself (a
+   * long-running invocation that cannot hand off: the Karmada watch), so a fresh series starts
+   * RUN_HERE_LEAD_MS ahead; false: it cannot (it is about to end), and the message is sent. The rows are
+   * `scheduled` as for any message: one lost with its process is put back in line by the repair, as a lost
+   * message is.
+   */
+  runHere?: (batch: EvictionBatch) => boolean;
+}
 /**
  * How far ahead a tick hands out slots: MIN_SLOT_LEAD_MS + WINDOW_MS, or more while the ticks come further
  * apart than that covers (failover/evictionDecision.ts: slotHorizon), at most MAX_LOOK_AHEAD_MS.
@@ -58,7 +78,27 @@ export interface PacerOutcome {
   skipped?: 'gate' | 'paused' | 'halted' | 'busy' | 'conflict';
 }
 
-export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
+/** Pacer passes after planning: another pass that wrote the pacer's row first (the timer) may not have seen the new rows. */
+const PACE_ATTEMPTS = 3;
+
+/**
+ * A pacer pass right after rows were planned, instead of waiting up to a second for the timer's tick. It is
+ * the pass the timer runs, ETag-guarded on the pacer's row, so two passes never hand out the same slot. One
+ * that fails leaves the rows to the next tick: the planning stands.
+ */
+export async function paceAfterPlanning(plane: ControlPlane, options: PacerOptions = {}): Promise<void> {
+  try {
+    for (let attempt = 0; attempt < PACE_ATTEMPTS; attempt++) {
+      const outcome = await runPacer(plane, options);
+      if (outcome.skipped !== 'conflict') return;
+    }
+  } catch (error) {
+    plane.log.warn('pacer pass after planning failed: the next tick paces the rows', { ...errorFields(error) });
+  }
+}
+
+export async function runPacer(plane: ControlPlane, options: PacerOptions = {}): Promise<PacerOutcome> {
+  const leads = options.runHere ? handOffLeads(SLOT_LEADS, RUN_HERE_LEAD_MS) : SLOT_LEADS;
   const now = plane.clock.now();
   const nowMs = now.getTime();
   const [{ state, etag }, recent] = await Promise.all([plane.ledger.getPacerState(), currentFleetHealth(plane)]);
@@ -87,7 +127,7 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
 
   // The series continues at its next free slot whenever that can still be reached (however late this
   // tick), so the rows to read are the slots from there to the horizon: a late tick has more of them.
-  const firstSlot = Math.max(nextSlotAt, earliestSlot(nextSlotAt, nowMs, SLOT_LEADS));
+  const firstSlot = Math.max(nextSlotAt, earliestSlot(nextSlotAt, nowMs, leads));
   const limit = Math.ceil(((horizon - firstSlot) * health.rate) / 1000) + 1;
   // One bucket per (due key, cluster): rows of one due time, priority and holding budget, across the
   // cluster's shards. Buckets go in the queue's order (shared/failover/priority.ts: due rows by priority,
@@ -173,7 +213,7 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
   const { slots, nextFreeSlot } = assignSlots(
     ready.map((r) => Date.parse(r.record.dueAt)),
     nextSlotAt,
-    earliestSlot(nextSlotAt, handedOutAt, SLOT_LEADS),
+    earliestSlot(nextSlotAt, handedOutAt, leads),
     health.rate,
     horizon + (handedOutAt - nowMs),
   );
@@ -237,6 +277,14 @@ export async function runPacer(plane: ControlPlane): Promise<PacerOutcome> {
     // Each row's failure trace gets its pacer.schedule span; the message is sent in the first row's.
     for (const item of group.slice(1))
       recordSpan('pacer.schedule', { parent: { traceparent: item.traceparent }, startTime: Date.now(), attributes: attributes(item) });
+    if (options.runHere && first.slot - sentAt < RUN_HERE_WITHIN_MS && options.runHere({ evictions: group.map((item) => item.message) })) {
+      recordSpan('pacer.schedule', {
+        parent: { traceparent: first.traceparent },
+        startTime: Date.now(),
+        attributes: { ...attributes(first), [ATTR.count]: group.length },
+      });
+      continue;
+    }
     sent.push(
       inSpan('pacer.schedule', { parent: { traceparent: first.traceparent }, attributes: { ...attributes(first), [ATTR.count]: group.length } }, () =>
         plane.evictions.send({ evictions: group.map((item) => item.message) }, { delaySeconds }),

@@ -1,7 +1,7 @@
 import { SharedPass } from '../concurrency';
 import { ACTIVE_STATES, bindingKey, EvictionRecord, EvictionState, parseBindingKey, pendingEviction } from '../failover/bindingModel';
 import { DRAIN_REASON } from '../failover/drain';
-import { decideEviction, episodeStart, isFaultyTaint } from '../failover/evictionDecision';
+import { decidedInEpisode, decideEviction, episodeStart, isFaultyTaint } from '../failover/evictionDecision';
 import { FAILBACK_REASON } from '../failover/failback';
 import { isUnhealthyCluster } from '../failover/fleetHealth';
 import { shardOf } from '../store/ledgerTable';
@@ -77,7 +77,10 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
     // A failback waiting to leave this cluster gives way to the failure (the binding must leave now, wherever
     // its home stands; its failback follows it to where it goes); one already given a slot goes first.
     const failback = before?.record.reason === FAILBACK_REASON;
-    if (before && (failback ? before.record.state === 'scheduled' : ACTIVE_STATES.includes(before.record.state) || before.record.decidedAt >= episodeBegan)) {
+    if (
+      before &&
+      (failback ? before.record.state === 'scheduled' : ACTIVE_STATES.includes(before.record.state) || decidedInEpisode(before.record.decidedAt, episodeBegan))
+    ) {
       alreadyDecided++;
       continue;
     }
@@ -246,7 +249,12 @@ async function restoreDueEntries(plane: ControlPlane, active: VersionedEviction[
  * A taint-manager message: plan or abandon the cluster; a change of taints also retries blocked rows (the
  * fleet changed); and the failbacks whose home it is are planned or cancelled.
  */
-export async function handleTaintManagerMessage(plane: ControlPlane, message: TaintManagerMessage): Promise<PlanOutcome> {
+export async function handleTaintManagerMessage(
+  plane: ControlPlane,
+  message: TaintManagerMessage,
+  /** Runs as soon as the cluster is planned, beside the rest (the trigger's pacer pass for the rows just planned). */
+  afterPlan?: (outcome: PlanOutcome) => Promise<void>,
+): Promise<PlanOutcome> {
   const passes = sharedPassesOf(plane);
   // The change behind the message was stored before it was sent: a pass that starts from here on sees it, so
   // messages handled at once share one scan of the blocked rows and one listing of the awaiting failbacks.
@@ -254,10 +262,16 @@ export async function handleTaintManagerMessage(plane: ControlPlane, message: Ta
   const listingTicket = passes.awaitingFailback.ticket();
   const plan = planPassOf(plane, message.cluster);
   const outcome = await plan.after(plan.ticket());
-  if (message.reason === 'taints-changed') await passes.retryBlocked.after(retryTicket);
-  // The cluster's healthy run began or ended (the cluster write sends `taints-changed`, or `resync` when only
-  // Ready changed): the failbacks home to it are planned for its end of window, or cancelled.
-  if (message.reason !== 'binding-changed') await reconcileFailbackHome(plane, message.cluster, await passes.awaitingFailback.after(listingTicket));
+  const after = afterPlan?.(outcome);
+  try {
+    if (message.reason === 'taints-changed') await passes.retryBlocked.after(retryTicket);
+    // The cluster's healthy run began or ended (the cluster write sends `taints-changed`, or `resync` when only
+    // Ready changed): the failbacks home to it are planned for its end of window, or cancelled.
+    if (message.reason !== 'binding-changed') await reconcileFailbackHome(plane, message.cluster, await passes.awaitingFailback.after(listingTicket));
+  } finally {
+    await after?.catch(() => undefined);
+  }
+  await after;
   return outcome;
 }
 

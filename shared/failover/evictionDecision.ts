@@ -26,10 +26,19 @@ export const isFaultyTaint = (taint: Pick<ClusterTaint, 'effect'>) => taint.effe
 
 /** A failure episode starts with its earliest NoExecute/PreferNoExecute taint (undefined: none). */
 export const episodeStart = (taints: ReadonlyArray<Pick<ClusterTaint, 'effect' | 'timeAdded'>>): string | undefined =>
-  taints
-    .filter(isFaultyTaint)
-    .map((t) => t.timeAdded)
-    .sort()[0];
+  earliestTime(taints.filter(isFaultyTaint).map((t) => t.timeAdded));
+
+/** The earliest of some RFC 3339 times, compared as instants (Kubernetes writes whole seconds, we write milliseconds). */
+export function earliestTime(times: readonly string[]): string | undefined {
+  return [...times].sort((a, b) => Date.parse(a) - Date.parse(b))[0];
+}
+
+/**
+ * Whether a decision made at `decidedAt` belongs to the episode that began at `episodeBegan` (pure). Both
+ * are compared as instants: Karmada stores a taint's timeAdded truncated to the second ("…:05Z") while a
+ * decision carries milliseconds ("…:05.123Z"), and as strings "…:05.123Z" sorts before "…:05Z".
+ */
+export const decidedInEpisode = (decidedAt: string, episodeBegan: string): boolean => Date.parse(decidedAt) >= Date.parse(episodeBegan);
 
 export function decideEviction(
   taints: readonly EffectTaint[],
@@ -87,6 +96,18 @@ export interface SlotLeads {
   freshMs: number;
   /** A running series may continue down to this far ahead: a message visible at once is received by then. */
   deliveryMs: number;
+}
+
+/**
+ * The leads of a pass whose messages are handed to the worker's listener directly (a queue output binding
+ * wakes it at once): a fresh series starts `handOffMs` ahead (its first message goes without a delay and
+ * needs no idle poll), never further out than without the hand-off (pure). A running series keeps its
+ * delivery lead: its later slots go with visibility delays and are read by polling, and a message that
+ * reached the worker late would shorten the interval after it (the rate, measured, would exceed its
+ * setting). Every slot stays at or after the stored next free slot, 1/rate after the one before.
+ */
+export function handOffLeads(leads: SlotLeads, handOffMs: number): SlotLeads {
+  return { freshMs: Math.min(leads.freshMs, handOffMs), deliveryMs: leads.deliveryMs };
 }
 
 /**

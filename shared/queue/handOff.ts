@@ -13,6 +13,15 @@ import { QUEUES } from './names';
 /** The taint manager's queue: a cluster's faulty taints changed. */
 export const taintManagerOutput: StorageQueueOutput = output.storageQueue({ queueName: QUEUES.taintManager, connection: 'AzureWebJobsStorage' });
 
+/**
+ * The eviction worker's queue: paced evictions whose slot is near (no visibility delay). Handed off by the
+ * functions that run the pacer (its timer, and the taint manager's pass right after planning): the worker's
+ * listener is woken at once instead of at its next poll, so a message is received well inside the slot's
+ * lead even on a busy host. The lead itself stays a poll's (MIN_SLOT_LEAD_MS): a message received late would
+ * run its passed slots together and the rate, measured, would exceed its setting.
+ */
+export const evictionsOutput: StorageQueueOutput = output.storageQueue({ queueName: QUEUES.evictions, connection: 'AzureWebJobsStorage' });
+
 const HANDED_OFF: readonly StorageQueueOutput[] = [taintManagerOutput];
 
 /** One queue's held messages in a running invocation, by content (a repeat adds nothing), and how to send one directly. */
@@ -30,11 +39,11 @@ const outbox = new AsyncLocalStorage<Map<string, Held>>();
  * and send nothing): they are sent directly before the error goes on. Only for functions that finish in
  * moments: a message waits for the end of its invocation.
  */
-export function handingOff<T, R>(handler: (trigger: T, ctx: InvocationContext) => R | Promise<R>) {
+export function handingOff<T, R>(handler: (trigger: T, ctx: InvocationContext) => R | Promise<R>, outputs: readonly StorageQueueOutput[] = HANDED_OFF) {
   return {
-    extraOutputs: [...HANDED_OFF],
+    extraOutputs: [...outputs],
     handler: async (trigger: T, ctx: InvocationContext): Promise<R> => {
-      const boxes = new Map<string, Held>(HANDED_OFF.map((binding) => [String(binding.queueName), { messages: new Map() }]));
+      const boxes = new Map<string, Held>(outputs.map((binding) => [String(binding.queueName), { messages: new Map() }]));
       let result: R;
       try {
         result = await outbox.run(boxes, async () => handler(trigger, ctx));
@@ -43,7 +52,7 @@ export function handingOff<T, R>(handler: (trigger: T, ctx: InvocationContext) =
         await Promise.allSettled(sends);
         throw error;
       }
-      for (const binding of HANDED_OFF) {
+      for (const binding of outputs) {
         const messages = [...boxes.get(String(binding.queueName))!.messages.values()];
         if (messages.length > 0) ctx.extraOutputs.set(binding, messages);
       }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Toleration } from '../../shared/api/resources';
-import { assignSlots, decideEviction, tolerates } from '../../shared/failover/evictionDecision';
+import { assignSlots, decidedInEpisode, decideEviction, episodeStart, tolerates } from '../../shared/failover/evictionDecision';
 import { CandidateCluster, preScheduleCheck } from '../../shared/failover/precheck';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -172,5 +172,28 @@ describe('pre-scheduling check (seed 000)', () => {
   ];
   it.each(cases)('$name', ({ placement, placedOn, ok }) => {
     expect(preScheduleCheck({ placement, placedOn, evictFrom: 'm1', clusters: fleet }).ok).toBe(ok);
+  });
+});
+
+describe('failure episodes with times in whole seconds (as Karmada stores timeAdded) and in milliseconds', () => {
+  const cases: Array<[string, string, string, boolean]> = [
+    ['decided within the second Karmada truncated the taint to', '2026-01-01T00:00:05.123Z', '2026-01-01T00:00:05Z', true],
+    ['decided at the very instant', '2026-01-01T00:00:05.000Z', '2026-01-01T00:00:05Z', true],
+    ['decided in the second before (a previous episode)', '2026-01-01T00:00:04.999Z', '2026-01-01T00:00:05Z', false],
+    ['decided long after, both in milliseconds', '2026-01-01T00:01:00.000Z', '2026-01-01T00:00:05.500Z', true],
+    ['decided before, both in milliseconds', '2026-01-01T00:00:05.400Z', '2026-01-01T00:00:05.500Z', false],
+  ];
+  it.each(cases)('%s', (_name, decidedAt, episodeBegan, inEpisode) => {
+    expect(decidedInEpisode(decidedAt, episodeBegan)).toBe(inEpisode);
+  });
+
+  it('starts with the earliest faulty taint, compared as instants', () => {
+    const taints = [
+      { effect: 'NoExecute' as const, timeAdded: '2026-01-01T00:00:05.100Z' },
+      { effect: 'NoExecute' as const, timeAdded: '2026-01-01T00:00:05Z' },
+      { effect: 'NoSchedule' as const, timeAdded: '2026-01-01T00:00:01Z' },
+    ];
+    expect(episodeStart(taints)).toBe('2026-01-01T00:00:05Z');
+    expect(episodeStart([])).toBeUndefined();
   });
 });
