@@ -78,6 +78,9 @@ function safeJson(text: string): unknown {
 }
 
 /** The Karmada API server through client-node: CustomObjectsApi for Karmada's kinds and events, CoreV1Api for Secrets. */
+/** Who the API server records in managedFields for our writes (kubectl shows it; without it, "node-fetch"). */
+export const FIELD_MANAGER = 'cluster-failover';
+
 export class ClientNodeKubeApi implements KubeApi {
   private constructor(
     private readonly lib: ClientNode,
@@ -225,10 +228,10 @@ export class ClientNodeKubeApi implements KubeApi {
     const body = patch as object;
     return (await this.call('patch', what, () => {
       if (namespace) {
-        const param = { group, version, plural, namespace, name, body };
+        const param = { group, version, plural, namespace, name, body, fieldManager: FIELD_MANAGER };
         return subresource ? this.custom.patchNamespacedCustomObjectStatus(param, headers) : this.custom.patchNamespacedCustomObject(param, headers);
       }
-      const param = { group, version, plural, name, body };
+      const param = { group, version, plural, name, body, fieldManager: FIELD_MANAGER };
       return subresource ? this.custom.patchClusterCustomObjectStatus(param, headers) : this.custom.patchClusterCustomObject(param, headers);
     })) as KubeObject;
   }
@@ -238,8 +241,8 @@ export class ClientNodeKubeApi implements KubeApi {
     const what = resourceName(resource, body.metadata.name, namespace);
     return (await this.call('create', what, () =>
       namespace
-        ? this.custom.createNamespacedCustomObject({ group, version, plural, namespace, body })
-        : this.custom.createClusterCustomObject({ group, version, plural, body }),
+        ? this.custom.createNamespacedCustomObject({ group, version, plural, namespace, body, fieldManager: FIELD_MANAGER })
+        : this.custom.createClusterCustomObject({ group, version, plural, body, fieldManager: FIELD_MANAGER }),
     )) as KubeObject;
   }
 }

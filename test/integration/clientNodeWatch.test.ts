@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KARMADA } from '../../shared/kube/api';
-import { ClientNodeKubeApi } from '../../shared/kube/clientNode';
+import { ClientNodeKubeApi, FIELD_MANAGER } from '../../shared/kube/clientNode';
 import { type KubeApiServer, startKubeApiServer } from '../helpers/kubeApiServer';
 
 /**
@@ -62,5 +62,18 @@ describe('watch with a failing handler', () => {
     for (const name of ['a', 'b', 'c']) server.upsert(cluster(name));
     await watching;
     expect(seen).toEqual(['a', 'b', 'c']);
+  });
+});
+
+describe('writes', () => {
+  it('name the app as their field manager, as kubectl shows in managedFields', async () => {
+    server.resetRequests();
+    await api.create(KARMADA.clusters, undefined, cluster('managed'));
+    await api.patch(KARMADA.clusters, 'managed', undefined, { spec: { taints: [{ key: 'k', effect: 'NoSchedule' }] } }, 'merge');
+    const writes = server.requests.filter((r) => r.verb === 'create' || r.verb === 'patch');
+    expect(writes.map((r) => [r.verb, r.query.fieldManager])).toEqual([
+      ['create', FIELD_MANAGER],
+      ['patch', FIELD_MANAGER],
+    ]);
   });
 });
