@@ -48,7 +48,7 @@ export const SLOT_LEADS: SlotLeads = { freshMs: MIN_SLOT_LEAD_MS, deliveryMs: DE
  * The lead of a fresh series whose first messages are executed by the pass's own caller (`runHere`): the
  * rest of the pass and the worker's read, no queue in between.
  */
-export const RUN_HERE_LEAD_MS = 100;
+export const RUN_HERE_LEAD_MS = 50;
 /** Messages whose first slot is nearer than this go to `runHere`: a queue poll could not deliver them in time. */
 export const RUN_HERE_WITHIN_MS = 1000;
 
