@@ -30,6 +30,9 @@ export const FLAGS: FlagSpec[] = [
   { name: 'limit', value: true },
   { name: 'watch', short: 'w', value: false },
   { name: 'condition', value: true },
+  { name: 'reason', value: true },
+  { name: 'message', value: true },
+  { name: 'cluster-key', value: true },
 ];
 
 /** Flags every command accepts. */

@@ -1,6 +1,6 @@
 import { allowOnly, flag, has, parseArgs, Parsed, UsageError } from './args';
 import { ApiError, Client, serverBase, UnreachableError } from './client';
-import { actions, apply, describe, events, get, whatIf, why } from './commands';
+import { actions, apply, describe, events, get, report, whatIf, why } from './commands';
 import { Context } from './context';
 import { OUTPUT_FORMATS, OutputFormat } from './output';
 
@@ -45,6 +45,10 @@ Commands:
   what-if fail CLUSTER... [--condition TYPE=STATUS]
                                       what would happen if those clusters failed now (changes nothing):
                                       taints, tier and rate, evictions, blocked, tolerated, ETA
+  report CLUSTER TYPE=STATUS... [--reason R] [--message M]
+                                      a health report for the cluster, as its agent sends it (Ready=False
+                                      fails it, Ready=True brings it back); signed with --cluster-key,
+                                      CLUSTER_FAILOVER_CLUSTER_KEY, or a key derived from REPORTER_SIGNING_KEY
   events [--kind K] [--name N] [--since 5m|RFC3339] [--limit N] [-w|--watch]
                                       recorded decisions: TIME, TYPE, REASON, OBJECT, MESSAGE; --watch
                                       prints new ones every second until Ctrl-C (SIGINT) or SIGTERM
@@ -74,12 +78,13 @@ Examples:
   cluster-failover get budgets -n shop
   cluster-failover apply -f policy.yaml
   cluster-failover what-if fail member1 member2
+  cluster-failover report member1 Ready=False
   cluster-failover events --kind Cluster --name member1 --watch
 `;
 
 interface Command {
   flags: string[];
-  run: (ctx: Context) => Promise<void>;
+  run: (ctx: Context, env: NodeJS.ProcessEnv) => Promise<void>;
 }
 
 const COMMANDS: Record<string, Command> = {
@@ -94,6 +99,7 @@ const COMMANDS: Record<string, Command> = {
   acknowledge: { flags: ['output'], run: actions.acknowledge },
   'what-if': { flags: ['output', 'condition'], run: whatIf },
   events: { flags: ['output', 'kind', 'name', 'since', 'limit', 'watch'], run: events },
+  report: { flags: ['output', 'reason', 'message', 'cluster-key'], run: report },
 };
 
 function outputFormat(parsed: Parsed): OutputFormat {
@@ -155,7 +161,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     if (!spec) throw new UsageError(`unknown command "${command}"`);
     allowOnly(parsed, command, spec.flags);
     c = client(parsed, env);
-    await spec.run({ client: c, output: outputFormat(parsed), parsed, args });
+    await spec.run({ client: c, output: outputFormat(parsed), parsed, args }, env);
     return EXIT.ok;
   } catch (err) {
     if (err instanceof UsageError) {

@@ -5,5 +5,6 @@ export { apply } from './apply';
 export { describe } from './describe';
 export { events } from './events';
 export { get } from './get';
+export { report } from './report';
 export { whatIf } from './whatif';
 export { why } from './why';

@@ -104,6 +104,12 @@ export class HttpRunner {
     } catch (error) {
       return refuse(req, res, 400, error instanceof BadRouteError ? error.message : 'the URL is not valid');
     }
+    // The host's own address leads to the operator console, as the start log says.
+    if (!found && url.pathname === '/' && (req.method === 'GET' || req.method === 'HEAD')) {
+      const prefix = this.options.routePrefix.replace(/^\/+|\/+$/g, '');
+      res.writeHead(302, { location: `/${prefix ? `${prefix}/` : ''}console/` }).end();
+      return;
+    }
     if (!found) return refuse(req, res, 404, `no function serves ${req.method} ${url.pathname}`);
     const fn = found.target;
     const methods = (triggerOf(fn).methods as string[] | undefined) ?? ['GET', 'POST'];

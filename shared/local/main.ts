@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { ConfigError, loadConfig } from '../config';
 import { warnAboutAuth } from '../http/auth';
 import { QUEUES } from '../queue/storageQueue';
+import { controlPlane } from '../runtime';
 import { storageFromConnectionString } from '../store/connection';
 import { ensureTables, TableLeaseStore, TABLES } from '../store/tableStorage';
 import { errorFields, jsonLogger } from '../telemetry/log';
@@ -11,6 +12,7 @@ import { EmbeddedAzurite, startAzurite } from './azurite';
 import { installFunctionsCore, registeredFunctions, triggerOf } from './functionsCore';
 import { LocalFunctionsHost } from './host';
 import { readHostSettings } from './hostJson';
+import { startSimulatedReporters } from './simulate';
 
 /**
  * `npm start`: the project's own Functions host. Uses AzureWebJobsStorage when set (so several hosts can
@@ -30,8 +32,19 @@ function projectRoot(): string {
 
 const PORT_PATTERN = /^\d{1,5}$/;
 
+const USAGE = `usage: npm start [-- --simulate]
+  --simulate   stand in for the clusters' reporters: every registered cluster reports its last conditions
+               every 10 s (Ready=True if it never reported), so a local fleet does not go Unknown by itself`;
+
 async function main(): Promise<void> {
   const started = performance.now();
+  const args = process.argv.slice(2);
+  const unknown = args.filter((a) => a !== '--simulate');
+  if (unknown.length > 0 || args.includes('--help')) {
+    process.stderr.write(`${unknown.length > 0 ? `unknown argument ${JSON.stringify(unknown[0])}\n` : ''}${USAGE}\n`);
+    process.exit(2);
+  }
+  const simulate = args.includes('--simulate');
   installFunctionsCore();
   // Like `func start`, which ignores function keys locally, the local host checks nothing unless told to.
   if (process.env.AUTH_MODE === undefined) process.env.AUTH_MODE = 'none';
@@ -87,15 +100,34 @@ async function main(): Promise<void> {
     port: Number(portSetting),
     queueHoldSeconds: process.env.LOCAL_QUEUE_HOLD_SECONDS ? Number(process.env.LOCAL_QUEUE_HOLD_SECONDS) : undefined,
   });
-  await host.start();
+  try {
+    await host.start();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException)?.code === 'EADDRINUSE') {
+      process.stderr.write(`port ${portSetting} is in use (another npm start?): stop it, or start this one with PORT=<another port> npm start\n`);
+      await azurite?.close();
+      process.exit(1);
+    }
+    throw error;
+  }
   log.info('host started', {
     url: host.url,
+    api: `${host.url}/api/`,
+    console: `${host.url}/api/console/`,
     hostId: host.id,
     storage: storageLabel,
     startupMs: Math.round(performance.now() - started),
     functions: functions.map((fn) => `${fn.name}:${triggerOf(fn).type}`),
   });
   warnAboutAuth(config.auth, (message) => log.warn(message));
+  // The first thing a newcomer needs to know: with the gate off, clusters are tainted but nothing moves.
+  if (config.failoverEnabled) log.info('Failover gate is ON: workloads are evicted from clusters with NoExecute taints (FAILOVER_ENABLED=true)');
+  else
+    log.warn(
+      'Failover gate is OFF: clusters are tainted, but no workload is evicted. Start with FAILOVER_ENABLED=true npm start to turn it on (a drain, cluster-failover drain CLUSTER, still evicts)',
+    );
+  const reporters = simulate ? startSimulatedReporters(controlPlane(), log) : undefined;
+  if (!simulate) log.info('no simulated reporters: clusters that nobody reports turn Unknown; npm start -- --simulate reports for them');
   if (azurite) {
     log.info('embedded Azurite endpoints', { queueEndpoint: azurite.queueEndpoint, tableEndpoint: azurite.tableEndpoint });
   }
@@ -106,6 +138,7 @@ async function main(): Promise<void> {
     shuttingDown = true;
     log.info('host stopping', { signal });
     try {
+      await reporters?.stop();
       await host.stop();
       // Export the spans and metrics still buffered before Azurite and the process go.
       await shutdownTelemetry();

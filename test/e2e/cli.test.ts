@@ -1,4 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
@@ -45,8 +46,8 @@ interface Run {
 }
 
 /** Runs the CLI; the token is passed through CLUSTER_FAILOVER_TOKEN unless `token: null`. */
-function cli(args: string[], options: { input?: string; token?: string | null; server?: string } = {}): Promise<Run> {
-  const env: NodeJS.ProcessEnv = { ...process.env, CLUSTER_FAILOVER_SERVER: options.server ?? host.url };
+function cli(args: string[], options: { input?: string; token?: string | null; server?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Run> {
+  const env: NodeJS.ProcessEnv = { ...process.env, CLUSTER_FAILOVER_SERVER: options.server ?? host.url, ...options.env };
   delete env.CLUSTER_FAILOVER_TOKEN;
   const token = options.token === undefined ? ADMIN : options.token;
   if (token !== null) env.CLUSTER_FAILOVER_TOKEN = token;
@@ -301,6 +302,36 @@ describe('failover', () => {
     expect(text).toMatch(/^Graceful eviction tasks:\n {2}FROM .*\n {2}ev1 {3,}/m);
     expect(text).toMatch(/^Evictions:\n.*\n {2}ev1 {3,}default\/ev-web {3,}done /m);
     expect(text).toMatch(/^ {2}\S+ +Warning {3,}Evicted {3,}evicted from ev1/m);
+  });
+});
+
+describe('report', () => {
+  it('reports a cluster signed with a key derived from REPORTER_SIGNING_KEY, or with its own key; unsigned is refused', async () => {
+    await seed([cluster('reported1')]);
+    const unsigned = await cli(['report', 'reported1', 'Ready=False']);
+    expect(unsigned.code).toBe(1);
+    expect(unsigned.stderr).toContain('Unauthorized');
+    const signed = await ok(['report', 'reported1', 'Ready=False', '--reason', 'Manual'], { env: { REPORTER_SIGNING_KEY: ROOT } });
+    expect(signed.stdout).toBe('cluster/reported1 reported (signed): Ready=False\n');
+    const ready = (await api(host.url, 'GET', 'clusters/reported1')).body.status.conditions.find((c: { type: string }) => c.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'Manual' });
+    const key = createHmac('sha256', ROOT).update('reported1').digest('hex');
+    await ok(['report', 'reported1', 'Ready=True', '--cluster-key', key]);
+    const json = await ok(['report', 'reported1', 'Ready=True', 'DiskPressure=False', '-o', 'json'], { env: { CLUSTER_FAILOVER_CLUSTER_KEY: key } });
+    expect(JSON.parse(json.stdout).status.conditions.map((c: { type: string; status: string }) => `${c.type}=${c.status}`)).toEqual([
+      'DiskPressure=False',
+      'Ready=True',
+    ]);
+  });
+
+  it('exits 2 naming what is wrong with the conditions', async () => {
+    const none = await cli(['report', 'reported1']);
+    expect(none).toMatchObject({ code: 2 });
+    expect(none.stderr).toContain('needs at least one condition, such as Ready=False');
+    const bad = await cli(['report', 'reported1', 'Ready=Maybe']);
+    expect(bad).toMatchObject({ code: 2 });
+    expect(bad.stderr).toContain('status must be one of True, False, Unknown (got "Maybe")');
+    expect((await cli(['report', 'reported1', 'Ready'])).stderr).toContain('must be TYPE=STATUS');
   });
 });
 

@@ -11,9 +11,9 @@ export interface HostProcess {
 }
 
 /** Starts `shared/local/main.ts` (what `npm start` runs) as a child process and waits until it serves. */
-export async function startHostProcess(env: Record<string, string> = {}): Promise<HostProcess> {
+export async function startHostProcess(env: Record<string, string> = {}, args: string[] = []): Promise<HostProcess> {
   const profile = process.env.HOST_CPU_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.HOST_CPU_PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', join(ROOT, 'shared', 'local', 'main.ts')], {
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', join(ROOT, 'shared', 'local', 'main.ts'), ...args], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
