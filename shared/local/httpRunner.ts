@@ -161,6 +161,8 @@ export class HttpRunner {
       const { headers, payload } = (await this.options.invoke({ ...fn, handler: respond }, [request], {
         trigger: 'http',
         fields: () => ({ method: req.method, path: url.pathname, status }),
+        // Reads are what the console and CLI poll: at info they drowned every decision in the log.
+        quiet: () => (req.method === 'GET' || req.method === 'HEAD') && status < 400,
       })) as { headers: Array<[string, string]>; payload: Buffer };
       res.statusCode = status;
       for (const [key, value] of headers) res.setHeader(key, value);

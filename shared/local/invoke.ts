@@ -22,6 +22,8 @@ export interface InvokeOptions {
    * Timers use it: the pacer runs every second, and a line per idle tick drowns everything else.
    */
   debugWhenIdle?: boolean;
+  /** Write the invocation line at debug when this says so at its end (HTTP: a read answered without error). */
+  quiet?: () => boolean;
 }
 
 export type Invoke = (fn: RegisteredFunction, args: unknown[], options: InvokeOptions) => Promise<unknown>;
@@ -52,7 +54,7 @@ export function createInvoker(log: Logger, functionTimeoutMs: number, writeOutpu
     } finally {
       clearTimeout(timer);
       const idle = outcome === 'succeeded' && !loggedSomething();
-      const level = options.debugWhenIdle && idle ? 'debug' : 'info';
+      const level = (options.debugWhenIdle && idle) || (outcome === 'succeeded' && options.quiet?.()) ? 'debug' : 'info';
       log[level]('invocation', {
         function: fn.name,
         trigger: options.trigger,

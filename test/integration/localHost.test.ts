@@ -346,16 +346,17 @@ describe('invocation log lines', () => {
     expect(invocations(atInfo, failing)[0]).toMatchObject({ level: 'info', outcome: 'failed' });
   });
 
-  it('keep HTTP and queue invocations at info even when the function logs nothing', async () => {
+  it('keep HTTP writes, failed reads and queue invocations at info even when the function logs nothing; good reads at debug', async () => {
     const { log, atInfo } = capturedLogs();
     const host = newHost(testFunctions('things', 'echoQueue'), {}, log);
     await host.start();
     const before = received.length;
     await fetch(`${host.url}/api/things/a/parts`);
+    await fetch(`${host.url}/api/things/a/parts`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
     await env.storage.queue('echo').sendMessage(encodeMessage({ quiet: true }));
     await until(() => received.length > before && invocations(atInfo, 'echoQueue').length === 1);
     await host.stop();
-    expect(invocations(atInfo, 'things')).toEqual([expect.objectContaining({ level: 'info', trigger: 'http', status: 200 })]);
+    expect(invocations(atInfo, 'things')).toEqual([expect.objectContaining({ level: 'info', trigger: 'http', method: 'POST', status: 200 })]);
     expect(invocations(atInfo, 'echoQueue')).toEqual([expect.objectContaining({ level: 'info', trigger: 'queue', outcome: 'succeeded' })]);
   });
 });
