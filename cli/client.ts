@@ -60,7 +60,7 @@ export class Client {
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     const url = new URL(`${this.server}/api/${path}`);
     for (const [key, value] of Object.entries(options.query ?? {})) if (value !== undefined && value !== '') url.searchParams.set(key, value);
-    const headers: Record<string, string> = { ...options.headers, accept: 'application/json' };
+    const headers: Record<string, string> = { ...options.headers, accept: 'application/json', 'user-agent': 'cluster-failover-cli' };
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
     if (options.body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
     let res: Response;

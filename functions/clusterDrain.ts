@@ -10,16 +10,16 @@ import { controlPlane } from '../shared/runtime';
 export const clusterDrain = httpFunction(async (req) => {
   allowMethods(req, ['POST']);
   const plane = controlPlane();
-  requireAdmin(req, plane.config.auth);
-  return json(200, await drainCluster(plane, routeParams(req).name));
+  const actor = requireAdmin(req, plane.config.auth);
+  return json(200, await drainCluster(plane, routeParams(req).name, actor));
 });
 
 /** POST /api/clusters/{name}/uncordon: remove the drain's cordon and abandon its waiting evictions. */
 export const clusterUncordon = httpFunction(async (req) => {
   allowMethods(req, ['POST']);
   const plane = controlPlane();
-  requireAdmin(req, plane.config.auth);
-  return json(200, await uncordonCluster(plane, routeParams(req).name));
+  const actor = requireAdmin(req, plane.config.auth);
+  return json(200, await uncordonCluster(plane, routeParams(req).name, actor));
 });
 
 app.http('clusterDrain', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'clusters/{name}/drain', ...handingOff(clusterDrain) });

@@ -12,8 +12,8 @@ export const failoverSwitch = httpFunction(async (req) => {
   const action = routeParams(req).action;
   if (action !== 'pause' && action !== 'resume') throw notFound(`no failover action "${action}"; use pause or resume`);
   const plane = controlPlane();
-  requireAdmin(req, plane.config.auth);
-  return json(200, await switchEvictions(plane, action));
+  const actor = requireAdmin(req, plane.config.auth);
+  return json(200, await switchEvictions(plane, action, actor));
 });
 
 app.http('failoverSwitch', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'failover/{action}', handler: failoverSwitch });

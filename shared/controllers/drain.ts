@@ -27,7 +27,7 @@ export interface DrainOutcome {
   alreadyDecided: number;
 }
 
-export async function drainCluster(plane: ControlPlane, name: string): Promise<DrainOutcome> {
+export async function drainCluster(plane: ControlPlane, name: string, actor?: string): Promise<DrainOutcome> {
   const cordon = await updateCluster<boolean>(plane, name, (current, now) => {
     if (!current) return { unchanged: false };
     if (isCordoned(current.taints)) return { unchanged: false };
@@ -36,7 +36,16 @@ export async function drainCluster(plane: ControlPlane, name: string): Promise<D
     return {
       record: current,
       result: true,
-      events: [clusterEvent(name, now, 'Cordoned', `cordoned for a drain: taint ${CORDON_TAINT.key}:${CORDON_TAINT.effect}; nothing new is placed here`)],
+      events: [
+        clusterEvent(
+          name,
+          now,
+          'Cordoned',
+          `cordoned for a drain${actor ? ` by ${actor}` : ''}: taint ${CORDON_TAINT.key}:${CORDON_TAINT.effect}; nothing new is placed here`,
+          'Normal',
+          actor ? { actor } : undefined,
+        ),
+      ],
     };
   });
   if (!cordon.record) throw notFound(`cluster "${name}" not found`);
@@ -85,11 +94,19 @@ export async function drainCluster(plane: ControlPlane, name: string): Promise<D
   const planned = rows.length + tookOver;
   if (planned > 0 || cordon.result) {
     await plane.events.append([
-      clusterEvent(name, now, 'DrainStarted', `drain: ${planned} binding(s) to move at the global rate; ${alreadyDecided} already leaving`, 'Warning', {
-        planned,
-        alreadyDecided,
-        bindings: rows.slice(0, 50).map((r) => r.record.bindingKey),
-      }),
+      clusterEvent(
+        name,
+        now,
+        'DrainStarted',
+        `drain${actor ? ` by ${actor}` : ''}: ${planned} binding(s) to move at the global rate; ${alreadyDecided} already leaving`,
+        'Warning',
+        {
+          ...(actor ? { actor } : {}),
+          planned,
+          alreadyDecided,
+          bindings: rows.slice(0, 50).map((r) => r.record.bindingKey),
+        },
+      ),
     ]);
   }
   plane.log.info('drain', { cluster: name, planned, alreadyDecided, cordoned: cordon.result });
@@ -109,7 +126,7 @@ export interface UncordonOutcome {
   abandonedAtSlot: number;
 }
 
-export async function uncordonCluster(plane: ControlPlane, name: string): Promise<UncordonOutcome> {
+export async function uncordonCluster(plane: ControlPlane, name: string, actor?: string): Promise<UncordonOutcome> {
   const outcome = await updateCluster<boolean>(plane, name, (current, now) => {
     if (!current) return { unchanged: false };
     const cordon = current.taints.find(isCordonTaint);
@@ -120,7 +137,16 @@ export async function uncordonCluster(plane: ControlPlane, name: string): Promis
     return {
       record: current,
       result: true,
-      events: [clusterEvent(name, now, 'Uncordoned', `uncordoned: taint ${CORDON_TAINT.key}:${CORDON_TAINT.effect} removed`)],
+      events: [
+        clusterEvent(
+          name,
+          now,
+          'Uncordoned',
+          `uncordoned${actor ? ` by ${actor}` : ''}: taint ${CORDON_TAINT.key}:${CORDON_TAINT.effect} removed`,
+          'Normal',
+          actor ? { actor } : undefined,
+        ),
+      ],
     };
   });
   if (!outcome.record) throw notFound(`cluster "${name}" not found`);

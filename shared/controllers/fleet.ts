@@ -43,8 +43,8 @@ export async function listEvictions(plane: ControlPlane, filter: { cluster?: str
 }
 
 /** POST /api/failover/pause | resume. A resume also lets the application failovers the pause held go now. */
-export async function switchEvictions(plane: ControlPlane, action: 'pause' | 'resume'): Promise<{ paused: boolean; failoverEnabled: boolean }> {
-  await setPaused(plane, action === 'pause');
+export async function switchEvictions(plane: ControlPlane, action: 'pause' | 'resume', actor?: string): Promise<{ paused: boolean; failoverEnabled: boolean }> {
+  await setPaused(plane, action === 'pause', actor);
   if (action === 'resume') await applicationFailoverResync(plane);
   return { paused: action === 'pause', failoverEnabled: plane.config.failoverEnabled };
 }

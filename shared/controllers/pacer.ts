@@ -407,15 +407,15 @@ async function noteTier(plane: ControlPlane, before: PacerState, after: PacerSta
 }
 
 /** POST /api/failover/pause and /resume: a stored switch the pacer and the worker read. */
-export async function setPaused(plane: ControlPlane, paused: boolean): Promise<void> {
+export async function setPaused(plane: ControlPlane, paused: boolean, actor?: string): Promise<void> {
   for (let attempt = 0; attempt < 20; attempt++) {
     const { state, etag } = await plane.ledger.getPacerState();
     if (state.paused === paused) return;
     const next = { ...state, paused, updatedAt: plane.clock.now().toISOString() };
     if (await plane.ledger.putPacerState(next, etag)) {
       rememberPacerState(plane, next);
-      await plane.events.append([switchEvent(paused, plane.clock.now())]);
-      plane.log.info(paused ? 'evictions paused' : 'evictions resumed');
+      await plane.events.append([switchEvent(paused, plane.clock.now(), actor)]);
+      plane.log.info(paused ? 'evictions paused' : 'evictions resumed', actor ? { actor } : {});
       return;
     }
   }

@@ -4,12 +4,19 @@ import { bearerMatches, CLUSTER_HEADER, clusterKey, explicitClusterKey, SIGNATUR
 import type { AuthSettings } from '../config';
 
 /** The admin API (apply, DELETE, pause/resume): `Authorization: Bearer <ADMIN_TOKEN>`. */
-export function requireAdmin(req: HttpRequest, auth: AuthSettings): void {
-  if (auth.mode === 'none') return;
+/**
+ * Checks the admin token and says who acted, for the events an operator's action records: the holder of
+ * the admin token (or anyone, with AUTH_MODE=none) and the client they used (its User-Agent).
+ */
+export function requireAdmin(req: HttpRequest, auth: AuthSettings): string {
+  const client = (req.headers.get('user-agent') ?? '').slice(0, 120);
+  const via = client ? ` via ${client}` : '';
+  if (auth.mode === 'none') return `anyone (AUTH_MODE=none)${via}`;
   if (!auth.adminToken) throw new ApiError(503, 'the admin API is disabled: ADMIN_TOKEN is not configured and AUTH_MODE is required');
   if (!bearerMatches(req.headers.get('authorization'), auth.adminToken)) {
     throw new ApiError(401, 'this endpoint needs Authorization: Bearer <admin token>', [], { 'www-authenticate': 'Bearer' });
   }
+  return `the admin token${via}`;
 }
 
 /** The token of an `Authorization: Bearer <token>` header, or null. */

@@ -262,6 +262,11 @@ describe('failover', () => {
     const resumed = JSON.parse((await ok(['resume', '-o', 'json'])).stdout);
     expect(resumed).toEqual({ paused: false, failoverEnabled: true });
     expect((await api(host.url, 'GET', 'fleet')).body.paused).toBe(false);
+    // Who did it is recorded: the admin token, through the CLI.
+    const events = (await api(host.url, 'GET', 'events?kind=Failover&name=evictions')).body.items as Array<{ reason: string; message: string }>;
+    expect(events.filter((e) => e.reason === 'Paused' || e.reason === 'Resumed').map((e) => e.message)).toEqual(
+      expect.arrayContaining(['evictions paused by the admin token via cluster-failover-cli', 'evictions resumed by the admin token via cluster-failover-cli']),
+    );
   });
 
   it('shows bindings and the evictions that follow a cluster failure', async () => {

@@ -139,8 +139,9 @@ export function stateNotPreservedEvent(ref: BindingRef, now: Date | string, clus
 }
 
 /** The pause switch. */
-export function switchEvent(paused: boolean, now: Date | string): EventRecord {
-  return event('Failover', 'evictions', now, 'Normal', paused ? 'Paused' : 'Resumed', paused ? 'evictions paused' : 'evictions resumed');
+export function switchEvent(paused: boolean, now: Date | string, actor?: string): EventRecord {
+  const what = paused ? 'evictions paused' : 'evictions resumed';
+  return event('Failover', 'evictions', now, 'Normal', paused ? 'Paused' : 'Resumed', actor ? `${what} by ${actor}` : what, actor ? { actor } : undefined);
 }
 
 /**
