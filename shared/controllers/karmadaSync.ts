@@ -8,10 +8,9 @@ import { conditionOfExplanation, FAILOVER, isConflict, isGone, isNotFound, KARMA
 import { ConcurrencyError, Versioned } from '../store/ports';
 import { errorFields, StateChanges } from '../telemetry/log';
 import { reportWorkloadStatus } from './applicationFailover';
-import { executeEvictionBatch } from './evictionWorker';
 import { sweepBinding } from './gracefulEviction';
-import { paceAfterPlanning } from './pacer';
-import type { ControlPlane, EvictionBatch, IndexedPlacement, KarmadaConnection, KarmadaPorts, SyncCursor } from './ports';
+import { paceAndRunFirst } from './paceAndRun';
+import type { ControlPlane, IndexedPlacement, KarmadaConnection, KarmadaPorts, SyncCursor } from './ports';
 import type { BindingRecord } from './records';
 import { placementsOf } from './state/bindingWrites';
 import { RecentCache } from './state/cache';
@@ -100,26 +99,11 @@ async function evaluateNow(plane: ControlPlane, name: string, run: SyncRun): Pro
     const changes = await evaluateCluster(plane, name);
     if (!changes.some((c) => isFaultyTaint(c.taint))) return;
     const outcome = await handleTaintManagerMessage(plane, { cluster: name, reason: 'taints-changed' });
-    if (outcome.planned > 0) await paceHere(plane, run);
+    if (outcome.planned > 0) await paceAndRunFirst(plane, { until: run.deadline - RUN_HERE_BEFORE_DEADLINE_MS, later: (work) => run.later(work) });
   } catch (error) {
     plane.log.warn('inline taint evaluation failed: the evaluation message takes it', { cluster: name, ...errorFields(error) });
     await plane.evaluations.send({ cluster: name, reason: 'watch' });
   }
-}
-
-/** A pacer pass whose nearest evictions this invocation executes itself; one that fails leaves the rows to the timer's tick. */
-async function paceHere(plane: ControlPlane, run: SyncRun): Promise<void> {
-  const runHere = (batch: EvictionBatch) => {
-    if (Date.now() > run.deadline - RUN_HERE_BEFORE_DEADLINE_MS) return false;
-    run.later(
-      executeEvictionBatch(plane, batch).catch(async (error: unknown) => {
-        plane.log.warn('eviction run beside the watch failed: its message goes to the worker', { ...errorFields(error) });
-        await plane.evictions.send(batch);
-      }),
-    );
-    return true;
-  };
-  await paceAfterPlanning(plane, { runHere });
 }
 
 async function clusterChanged(plane: ControlPlane, object: KubeObject, deleted: boolean, run: SyncRun | undefined): Promise<void> {

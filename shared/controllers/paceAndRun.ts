@@ -1,0 +1,36 @@
+import { errorFields } from '../telemetry/log';
+import { executeEvictionBatch } from './evictionWorker';
+import { paceAfterPlanning } from './pacer';
+import type { ControlPlane, EvictionBatch } from './ports';
+
+export interface RunHereOptions {
+  /** Past this moment (epoch ms) the invocation may not start evictions of its own: their messages are sent. */
+  until?: number;
+  /** Takes the evictions started here and awaits them before the invocation ends; default: awaited here. */
+  later?: (work: Promise<unknown>) => void;
+}
+
+/**
+ * Right after a failure was planned: a pacer pass whose first second of evictions this invocation executes
+ * itself, so the first eviction follows the taint by the pass's own time (a queue message would wait for the
+ * worker's poll, and the slots for a poll's lead). Whichever pass after planning wins the pacer's row
+ * hands out the slots (ETag-checked); the rest of the series goes to the queue as from any pass. An
+ * eviction that fails here goes to the worker as a message; one lost with the process is put back in line
+ * by the repair, as a lost message is.
+ */
+export async function paceAndRunFirst(plane: ControlPlane, options: RunHereOptions = {}): Promise<void> {
+  const started: Array<Promise<unknown>> = [];
+  const later = options.later ?? ((work: Promise<unknown>) => void started.push(work));
+  const runHere = (batch: EvictionBatch) => {
+    if (options.until !== undefined && Date.now() > options.until) return false;
+    later(
+      executeEvictionBatch(plane, batch).catch(async (error: unknown) => {
+        plane.log.warn('eviction run right after planning failed: its message goes to the worker', { ...errorFields(error) });
+        await plane.evictions.send(batch);
+      }),
+    );
+    return true;
+  };
+  await paceAfterPlanning(plane, { runHere });
+  await Promise.all(started);
+}
