@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,17 +7,45 @@ import { loadConfig, settingsSchema } from '../../shared/config';
 import { HostProcess, startHostProcess } from '../helpers/hostProcess';
 
 const run = promisify(execFile);
-const README = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+const ROOT = join(__dirname, '..', '..');
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 
-/** The ```bash examples of the README, each with the JSON output shown after it ("Output:"), if any. */
-function examples(): Array<{ script: string; output?: unknown }> {
-  const found: Array<{ script: string; output?: unknown }> = [];
+/**
+ * The documents whose ```bash examples run, in this order, against one host: later examples use what earlier
+ * ones created (the HTTP API examples register member1 and the policy detect-cluster-not-ready; the concepts'
+ * examples add member2 and the workload web; the CLI examples read them all).
+ */
+const RUNNABLE = ['README.md', 'docs/reference/http-api.md', 'docs/concepts.md', 'docs/reference/cli.md', 'docs/operations.md'];
+/** Where the configuration table lives. */
+const CONFIGURATION = 'docs/reference/configuration.md';
+
+/** Every Markdown file of the documentation: the README and docs/, recursively. */
+function documents(): string[] {
+  const walk = (dir: string): string[] =>
+    readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) =>
+      entry.isDirectory() ? walk(join(dir, entry.name)) : entry.name.endsWith('.md') ? [join(dir, entry.name)] : [],
+    );
+  return ['README.md', ...walk('docs')];
+}
+
+interface Example {
+  file: string;
+  script: string;
+  output?: unknown;
+}
+
+/** The ```bash examples of one document, each with the JSON output shown after it ("Output:"), if any. */
+function examplesOf(file: string): Example[] {
+  const text = read(file);
+  const found: Example[] = [];
   const block = /```bash\n([\s\S]*?)```(\s*\nOutput:\s*\n+```json\n([\s\S]*?)```)?/g;
-  for (let m = block.exec(README); m; m = block.exec(README)) {
-    found.push({ script: m[1], ...(m[3] ? { output: JSON.parse(m[3]) } : {}) });
+  for (let m = block.exec(text); m; m = block.exec(text)) {
+    found.push({ file, script: m[1], ...(m[3] ? { output: JSON.parse(m[3]) } : {}) });
   }
   return found;
 }
+
+const examples = () => RUNNABLE.flatMap(examplesOf);
 
 // The examples run with every check on, as in production.
 const secrets = { ADMIN_TOKEN: 'readme-admin-token-0123456789', REPORTER_SIGNING_KEY: 'readme-signing-key-0123456789' };
@@ -27,20 +55,26 @@ beforeAll(async () => {
 });
 afterAll(async () => host?.stop());
 
-describe('README', () => {
-  it('has runnable examples', () => {
+describe('README and docs', () => {
+  it('has runnable examples, and every document with some is run', () => {
     expect(examples().length).toBeGreaterThanOrEqual(4);
+    for (const file of documents()) {
+      if (examplesOf(file).length > 0) expect(RUNNABLE, `${file} has bash examples: add it to RUNNABLE`).toContain(file);
+    }
   });
 
-  it('examples run against a local host, in order, and print what the README shows', async () => {
+  it('examples run against a local host, in order, and print what the docs show', async () => {
     for (const example of examples()) {
       const script = example.script.replaceAll('http://127.0.0.1:7071', host.url);
-      const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], { env: { ...process.env, ...secrets } });
-      if (example.output !== undefined) expect(JSON.parse(stdout)).toEqual(example.output);
+      const where = `${example.file}: ${example.script.split('\n')[0]}`;
+      const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], { env: { ...process.env, ...secrets } }).catch((error: Error) => {
+        throw new Error(`${where}\n${error.message}`);
+      });
+      if (example.output !== undefined) expect(JSON.parse(stdout), where).toEqual(example.output);
     }
     const cluster = (await (await fetch(`${host.url}/api/clusters/member1`)).json()) as any;
     expect(cluster.spec.taints).toEqual([expect.objectContaining({ key: 'maintenance', effect: 'NoSchedule' })]);
-    // Every seed-shape policy keeps a window on every cluster; the PreferNoSchedule example targets other clusters.
+    // Every windowed policy keeps a window on every cluster; the PreferNoSchedule example targets other clusters.
     expect(cluster.status.policyWindows).toEqual([
       expect.objectContaining({ policy: 'detect-cluster-not-ready', matched: true }),
       expect.objectContaining({ policy: 'disk-pressure-soft', matched: false }),
@@ -53,14 +87,15 @@ describe('README', () => {
     expect(web.spec.gracefulEvictionTasks).toEqual([]);
     expect(web.status.propagationPolicy).toEqual({ kind: 'PropagationPolicy', namespace: 'default', name: 'web', fields: ['placement', 'failover'] });
     // The CLI examples run through npx (about 2.5 s of start-up each).
-  }, 120_000);
+  }, 180_000);
 
   it('documents every app setting the code reads, with its default', () => {
     const defaults = loadConfig({});
+    const table = read(CONFIGURATION);
     // The first table that names a setting is the app's (the local host's table comes after).
     const documented = new Map<string, string>();
-    for (const m of README.matchAll(/^\| `([A-Za-z_]+)` \| ([^|]+) \|/gm)) if (!documented.has(m[1])) documented.set(m[1], m[2].trim());
-    for (const setting of Object.keys(settingsSchema.shape)) expect(documented.has(setting), `README lists ${setting}`).toBe(true);
+    for (const m of table.matchAll(/^\| `([A-Za-z_]+)` \| ([^|]+) \|/gm)) if (!documented.has(m[1])) documented.set(m[1], m[2].trim());
+    for (const setting of Object.keys(settingsSchema.shape)) expect(documented.has(setting), `${CONFIGURATION} lists ${setting}`).toBe(true);
     expect(documented.get('AUTH_MODE')).toBe(`\`${defaults.auth.mode}\``);
     expect(documented.get('CLUSTER_MONITOR_GRACE_PERIOD_SECONDS')).toBe(`\`${defaults.clusterMonitorGracePeriodSeconds}\``);
     expect(documented.get('CLUSTER_STARTUP_GRACE_PERIOD_SECONDS')).toBe(`\`${defaults.clusterStartupGracePeriodSeconds}\``);
