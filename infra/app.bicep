@@ -240,7 +240,7 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'REPORTER_SIGNING_KEY', value: '@Microsoft.KeyVault(SecretUri=${signingKeySecret.properties.secretUri})' }
         { name: 'ALERTMANAGER_TOKEN', value: '@Microsoft.KeyVault(SecretUri=${alertmanagerTokenSecret.properties.secretUri})' }
         { name: 'AZURE_MONITOR_TOKEN', value: '@Microsoft.KeyVault(SecretUri=${azureMonitorTokenSecret.properties.secretUri})' }
-        // Failover behaviour; every other setting keeps the default the README lists.
+        // Failover behaviour; every other setting keeps the default docs/reference/configuration.md lists.
         { name: 'FAILOVER_ENABLED', value: failoverEnabled }
         { name: 'RESOURCE_EVICTION_RATE', value: resourceEvictionRate }
         { name: 'UNHEALTHY_CLUSTER_THRESHOLD', value: unhealthyClusterThreshold }

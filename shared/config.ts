@@ -4,7 +4,7 @@ import { EVICTION_PLUGINS, EvictionPlugin } from './failover/gracefulEviction';
 import { isLogLevel, LOG_LEVELS, LogLevel } from './telemetry/log';
 
 /**
- * Every app setting the code reads, with its default. The README's configuration table mirrors this list;
+ * Every app setting the code reads, with its default. The configuration table in docs/reference/configuration.md mirrors this list;
  * a unit test keeps the two in step. Invalid values stop the app at start with a message naming the setting.
  */
 const bool = (fallback: boolean) =>

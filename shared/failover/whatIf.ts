@@ -19,7 +19,7 @@ import { evaluateTaintPolicies } from './taintPolicy';
  * pre-scheduling check and the scheduler's placement, applied in slot order so that a binding leaving two
  * failed clusters sees its first eviction when the second is decided. Nothing here reads or writes storage.
  *
- * Assumptions, as documented in the README: the given condition holds from now on and nothing else changes
+ * Assumptions, as docs/concepts.md documents them: the given condition holds from now on and nothing else changes
  * (no other report, no apply); a placement uses the fleet as it is once every simulated taint has landed.
  */
 

@@ -12,7 +12,7 @@ import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane'
 /**
  * The defects found under host kills plus storage faults, each made deterministic on the in-memory ports:
  * a fault or a "kill" at the exact step, then the app's own recovery (redelivery, the repair timer, the
- * resyncs). Each asserts the invariant the README promises.
+ * resyncs). Each asserts the invariant docs/concepts.md promises.
  */
 
 const apply = (m: MemoryPlane, objects: unknown[]) => applyTo(m, objects);
