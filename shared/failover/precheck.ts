@@ -93,10 +93,37 @@ export function preScheduleCheck(input: PreCheckInput): PreCheckResult {
   if (type === 'Divided') {
     return usable.length > 0
       ? { ok: true, candidates: usable.map((c) => c.name) }
-      : { ok: false, reason: 'Divided: no other cluster matches the affinity and accepts the workload' };
+      : { ok: false, reason: `Divided: no other cluster matches the affinity and accepts the workload${whyNot(input, usable)}` };
   }
   const minGroups = Math.max(1, ...(input.placement?.spreadConstraints ?? []).map((s) => s.minGroups ?? 0));
   return usable.length >= minGroups
     ? { ok: true, candidates: usable.map((c) => c.name) }
-    : { ok: false, reason: `Duplicated: ${usable.length} other cluster(s) match the affinity and accept the workload; ${minGroups} needed` };
+    : {
+        ok: false,
+        reason: `Duplicated: ${usable.length} other cluster(s) match the affinity and accept the workload; ${minGroups} needed${whyNot(input, usable)}`,
+      };
+}
+
+/** Clusters named in a blocked reason at most. */
+const WHY_NOT_LIMIT = 5;
+
+/**
+ * Why each other cluster of the affinity is not somewhere to go (pure): a blocked eviction says what to fix,
+ * not only how many clusters it lacks. Clusters outside the affinity are counted, not named.
+ */
+function whyNot(input: PreCheckInput, usable: readonly CandidateCluster[]): string {
+  const tolerations = input.placement?.clusterTolerations ?? [];
+  const others = input.clusters.filter((c) => c.name !== input.evictFrom && !usable.includes(c));
+  const outside = others.filter((c) => !matchesClusterAffinity(input.placement?.clusterAffinity, c));
+  const reasons = others
+    .filter((c) => !outside.includes(c))
+    .map((c) => {
+      const taint = unschedulableReason(c, tolerations);
+      if (taint) return `${c.name} ${taint}`;
+      return `${c.name} still holds the old copy of an earlier eviction (its graceful-eviction task stays until the new copy is Healthy or its grace period ends; DELETE .../evictiontasks/${c.name} confirms it by hand)`;
+    });
+  const named = reasons.slice(0, WHY_NOT_LIMIT);
+  const more = reasons.length > named.length ? `; ${reasons.length - named.length} more` : '';
+  const beyond = outside.length > 0 ? `${named.length > 0 ? '; ' : ''}${outside.length} cluster(s) outside the affinity` : '';
+  return named.length > 0 || beyond ? ` (${named.join('; ')}${more}${beyond})` : '';
 }

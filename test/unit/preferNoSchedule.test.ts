@@ -266,7 +266,10 @@ describe('the pre-scheduling check: a soft cluster is somewhere to go', () => {
         evictFrom: 'm1',
         clusters: [clean('m1'), tainted('m2', 'NoSchedule', [{ key: 's', effect: 'PreferNoSchedule' }])],
       },
-      want: { ok: false, reason: 'Duplicated: 0 other cluster(s) match the affinity and accept the workload; 1 needed' },
+      want: {
+        ok: false,
+        reason: 'Duplicated: 0 other cluster(s) match the affinity and accept the workload; 1 needed (m2 has untolerated taint hard:NoSchedule)',
+      },
     },
   ];
   it.each(cases)('$name', ({ input, want }) => {
@@ -395,5 +398,26 @@ describe('what-if: a policy that only adds PreferNoSchedule evicts nothing', () 
         why: 'no ClusterTaintPolicy puts a NoExecute or PreferNoExecute taint on it for Ready=False (it gets only taints that steer new placements and evict nothing: not-ready:PreferNoSchedule)',
       },
     ]);
+  });
+});
+
+describe('a blocked eviction says why each cluster of the affinity is not a place to go', () => {
+  it('names the cluster holding the old copy of an earlier eviction, and how to confirm it by hand', () => {
+    const result = preScheduleCheck({
+      placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } },
+      placedOn: ['m2'],
+      evictFrom: 'm2',
+      clusters: [
+        { name: 'm1', labels: {}, taints: [] },
+        { name: 'm2', labels: {}, taints: [] },
+        { name: 'm3', labels: {}, taints: [] },
+      ],
+      gracefulEvictionTasks: [{ fromCluster: 'm1' }],
+    });
+    expect(result).toEqual({
+      ok: false,
+      reason:
+        'Duplicated: 0 other cluster(s) match the affinity and accept the workload; 1 needed (m1 still holds the old copy of an earlier eviction (its graceful-eviction task stays until the new copy is Healthy or its grace period ends; DELETE .../evictiontasks/m1 confirms it by hand); 1 cluster(s) outside the affinity)',
+    });
   });
 });

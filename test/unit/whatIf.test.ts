@@ -101,7 +101,10 @@ describe('whatIf', () => {
     {
       name: 'nowhere to go: blocked, with the pre-check’s reason',
       extra: { specs: { web: { replicas: 1, clusters: [{ name: 'a', replicas: 1 }], placement: { clusterAffinity: { clusterNames: ['a'] } } } } },
-      want: { evicted: [], blocked: ['web: Duplicated: 0 other cluster(s) match the affinity and accept the workload; 1 needed'] },
+      want: {
+        evicted: [],
+        blocked: ['web: Duplicated: 0 other cluster(s) match the affinity and accept the workload; 1 needed (2 cluster(s) outside the affinity)'],
+      },
     },
     {
       name: 'a decision already frozen in the ledger is reported, not decided again',
