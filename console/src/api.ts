@@ -1,34 +1,48 @@
 /** The console's HTTP client: reads need no token; actions send the admin token typed by the user. */
 const TOKEN_KEY = 'cluster-failover.adminToken';
+const TOKEN_NEEDED_KEY = 'cluster-failover.tokenNeeded';
 
 /** The API root: the console is served at <root>/console, the API at <root>/... (normally /api). */
 export const API_ROOT = location.pathname.replace(/\/console(\/.*)?$/, '') || '/api';
 
+/** A failed call: `status` 0 when the server cannot be reached; `retryAfter` (seconds) when a 503 says when to try again. */
 export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly retryAfter?: number,
+    readonly body?: unknown,
   ) {
     super(message);
   }
 }
 
-export function readToken(): string {
+function readSession(key: string): string {
   try {
-    return sessionStorage.getItem(TOKEN_KEY) ?? '';
+    return sessionStorage.getItem(key) ?? '';
   } catch {
     return '';
   }
 }
 
-export function storeToken(token: string): void {
+function writeSession(key: string, value: string): void {
   try {
-    if (token) sessionStorage.setItem(TOKEN_KEY, token);
-    else sessionStorage.removeItem(TOKEN_KEY);
+    if (value) sessionStorage.setItem(key, value);
+    else sessionStorage.removeItem(key);
   } catch {
-    // storage disabled: the token lives only in memory for this page
+    // storage disabled: the value lives only in memory for this page
   }
 }
+
+export const readToken = () => readSession(TOKEN_KEY);
+export const storeToken = (token: string) => writeSession(TOKEN_KEY, token);
+
+/**
+ * Whether the server asked for the admin token (an action answered 401 or 403). No endpoint tells the
+ * auth mode, so the console assumes none is needed until the server says otherwise (kept for the tab).
+ */
+export const readTokenNeeded = () => readSession(TOKEN_NEEDED_KEY) === '1';
+export const storeTokenNeeded = (needed: boolean) => writeSession(TOKEN_NEEDED_KEY, needed ? '1' : '');
 
 async function call<T>(method: string, path: string, body?: unknown, admin = false): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
@@ -39,7 +53,7 @@ async function call<T>(method: string, path: string, body?: unknown, admin = fal
   try {
     res = await fetch(`${API_ROOT}/${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
   } catch (error) {
-    throw new HttpError(0, `${method} /${path}: the API cannot be reached (${error instanceof Error ? error.message : String(error)})`);
+    throw new HttpError(0, `${method} /${path}: cannot reach the server (${error instanceof Error ? error.message : String(error)})`);
   }
   const text = await res.text();
   let parsed: unknown = undefined;
@@ -49,9 +63,12 @@ async function call<T>(method: string, path: string, body?: unknown, admin = fal
     parsed = undefined;
   }
   if (!res.ok) {
-    const detail = describeError(parsed) ?? `HTTP ${res.status}`;
+    const detail = describeError(parsed) ?? res.statusText;
     const hint = res.status === 401 ? (token ? ' (is the admin token right?)' : ' (enter the admin token above)') : '';
-    throw new HttpError(res.status, `${method} /${path}: ${detail}${hint}`);
+    const seconds = Number(res.headers.get('retry-after') ?? '');
+    const retryAfter = res.headers.has('retry-after') && Number.isFinite(seconds) && seconds >= 0 ? seconds : undefined;
+    const later = retryAfter === undefined ? '' : `; the server asks to retry in ${retryAfter} s`;
+    throw new HttpError(res.status, `${method} /${path} failed with HTTP ${res.status}${detail ? `: ${detail}` : ''}${hint}${later}`, retryAfter, parsed);
   }
   return parsed as T;
 }

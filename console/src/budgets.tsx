@@ -1,5 +1,5 @@
 import { get } from './api';
-import { Badge, Empty, Loading, Section, When } from './components';
+import { Badge, Empty, Pending, Section, When } from './components';
 import { bindingHref, bindingName, keyRef } from './format';
 import { usePoll } from './state';
 import type { Budget, LedgerRow } from './types';
@@ -34,7 +34,7 @@ export function selectorText(selector: Budget['spec']['selector']): string {
 export function BudgetsView() {
   const data = usePoll('budgets', loadBudgets, 3000);
   const d = data.data;
-  if (!d) return data.error ? <Empty>The budgets cannot be read.</Empty> : <Loading what="the budgets" />;
+  if (!d) return <Pending poll={data} what="the budgets" />;
   return (
     <>
       <Section title="FailoverBudgets" id="budgets-list">

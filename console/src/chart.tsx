@@ -1,6 +1,6 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
-import { rate } from './format';
+import { plural, rate } from './format';
 import type { History, Tier } from './types';
 
 const TIER_LEVEL: Record<Tier, number> = { halted: 0, secondary: 1, primary: 2 };
@@ -76,8 +76,8 @@ export function HistoryChart({ history }: { history: History }) {
       <div ref={box} aria-hidden="true" class="chart-canvas" />
       <figcaption>
         Evictions per second (blue, left axis) and the fleet tier (red steps, right axis) over the last{' '}
-        {Math.round((Date.parse(history.to) - Date.parse(history.from)) / 60000)} minutes, in {history.bucketSeconds} s buckets. Peak {rate(peak)}; tiers seen:{' '}
-        {tiers.join(', ') || 'none'}
+        {plural(Math.round((Date.parse(history.to) - Date.parse(history.from)) / 60000), 'minute')}, in {history.bucketSeconds} s buckets. Peak {rate(peak)};
+        tiers seen: {tiers.join(', ') || 'none'}
         {last ? `; now ${last.tier}` : ''}.
       </figcaption>
     </figure>

@@ -1,5 +1,6 @@
 import { get, q } from './api';
-import { Empty, Loading, Section, When } from './components';
+import { CORDON_KEY } from './banner';
+import { Empty, Pending, Section, When } from './components';
 import { EventTimeline } from './events';
 import { ClusterActions, ConditionList, holderText, TaintList } from './fleet';
 import { usePoll } from './state';
@@ -20,17 +21,11 @@ export function ClusterView({ name }: { name: string }) {
             <h4>Taints</h4>
             <TaintList cluster={c} />
             <p class="actions">
-              <ClusterActions
-                name={name}
-                cordoned={(c.spec.taints ?? []).some((t) => t.key === 'cluster.karmada.io/unschedulable')}
-                onChange={cluster.refresh}
-              />
+              <ClusterActions name={name} cordoned={(c.spec.taints ?? []).some((t) => t.key === CORDON_KEY)} onChange={cluster.refresh} />
             </p>
           </>
-        ) : cluster.error ? (
-          <Empty>The cluster cannot be read.</Empty>
         ) : (
-          <Loading what="the cluster" />
+          <Pending poll={cluster} what="the cluster" />
         )}
       </Section>
       {c ? (
@@ -39,7 +34,11 @@ export function ClusterView({ name }: { name: string }) {
         </Section>
       ) : null}
       <Section title="Events" id="cluster-events">
-        {events.data ? <EventTimeline events={events.data.items} caption={`Events of cluster ${name}, newest first`} /> : <Loading what="the events" />}
+        {events.data ? (
+          <EventTimeline events={events.data.items} caption={`Events of cluster ${name}, newest first`} />
+        ) : (
+          <Pending poll={events} what="the events" />
+        )}
       </Section>
     </>
   );

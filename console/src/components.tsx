@@ -1,16 +1,18 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
-import { post } from './api';
-import { relative, time } from './format';
-import { clear, notice, report, token } from './state';
+import { HttpError, post } from './api';
+import { relative, timestamp } from './format';
+import { clear, type LoadError, notice, type Poll, report, setTokenNeeded, token, tokenNeeded } from './state';
 import type { HeldBy } from './types';
 
-export function When({ iso, rel = true }: { iso: string | null | undefined; rel?: boolean }) {
+/** A timestamp as the console shows every one: local ISO date and time, and its age ("3 min ago", "in 12 s"). */
+export function When({ iso, rel = true, now }: { iso: string | null | undefined; rel?: boolean; now?: number }) {
   if (!iso) return <span>—</span>;
+  const age = rel ? relative(iso, now) : '';
   return (
     <time dateTime={iso} title={iso}>
-      {time(iso)}
-      {rel ? ` (${relative(iso)})` : ''}
+      {timestamp(iso)}
+      {age ? ` (${age})` : ''}
     </time>
   );
 }
@@ -47,8 +49,9 @@ export function heldText(heldBy: HeldBy | undefined): string {
 }
 
 /**
- * A button that runs an admin action. Without a token it still works where the API needs none (AUTH_MODE
- * none) but says that a token is needed; a 401 then lands in the alert region.
+ * A button that runs an admin action (it changes the fleet), after the user confirms `confirmText`, which
+ * says what it will do. It sends the admin token when one is set; without one it is enabled until the
+ * server answers 401/403 (AUTH_MODE required), then says that the token is needed until one is typed in.
  */
 export function ActionButton({
   label,
@@ -61,31 +64,34 @@ export function ActionButton({
   label: string;
   path: string;
   body?: unknown;
-  confirmText?: string;
+  confirmText: string;
   onDone?: (result: unknown) => void;
   describe?: (result: unknown) => string;
 }) {
   const hasToken = token.use() !== '';
+  const locked = tokenNeeded.use() && !hasToken;
   const [busy, setBusy] = useState(false);
   const source = `action:${path}`;
   const run = async () => {
-    if (confirmText && !window.confirm(confirmText)) return;
+    if (!window.confirm(confirmText)) return;
     setBusy(true);
     try {
       const result = await post<unknown>(path, body);
+      if (!hasToken) setTokenNeeded(false);
       clear(source);
       notice.set(describe ? describe(result) : `${label}: done`);
       onDone?.(result);
     } catch (e) {
+      if (e instanceof HttpError && (e.status === 401 || e.status === 403) && !hasToken) setTokenNeeded(true);
       report(source, e);
     } finally {
       setBusy(false);
     }
   };
   return (
-    <button type="button" class="action" onClick={() => void run()} disabled={busy} aria-describedby={hasToken ? undefined : 'token-needed'}>
+    <button type="button" class="action" onClick={() => void run()} disabled={busy || locked} aria-describedby={locked ? 'token-needed' : undefined}>
       {label}
-      {hasToken ? '' : ' (admin token needed)'}
+      {locked ? ' (admin token needed)' : ''}
     </button>
   );
 }
@@ -96,4 +102,35 @@ export function Empty({ children }: { children: ComponentChildren }) {
 
 export function Loading({ what }: { what: string }) {
   return <p class="empty">Loading {what}…</p>;
+}
+
+/** Why a load failed, in words: the server's status and message, or that it cannot be reached. */
+export function LoadFailed({ what, error, onRetry, retrying = false }: { what: string; error: LoadError; onRetry: () => void; retrying?: boolean }) {
+  const cause =
+    error.status === 0
+      ? 'cannot reach the server'
+      : error.status === 503
+        ? `the server is unavailable (HTTP 503)${error.retryAfter !== undefined ? `; it asks to retry in ${error.retryAfter} s (the page retries then)` : ''}`
+        : error.status
+          ? `the server answered HTTP ${error.status}`
+          : 'it failed';
+  return (
+    <div class="load-error" data-testid="load-error">
+      <p>
+        <strong>
+          {what[0].toUpperCase()}
+          {what.slice(1)} cannot be loaded: {cause}.
+        </strong>{' '}
+        <span class="small">{error.message}</span>
+      </p>
+      <button type="button" onClick={onRetry} disabled={retrying}>
+        {retrying ? 'Retrying…' : `Retry loading ${what}`}
+      </button>
+    </div>
+  );
+}
+
+/** What stands in for a poll's data until it arrives: loading, or the failure with a retry. */
+export function Pending({ poll, what }: { poll: Poll<unknown>; what: string }) {
+  return poll.error ? <LoadFailed what={what} error={poll.error} onRetry={poll.refresh} retrying={poll.loading} /> : <Loading what={what} />;
 }

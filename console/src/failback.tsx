@@ -1,6 +1,6 @@
 import { get, HttpError } from './api';
-import { Badge, Empty, Loading, Section, When } from './components';
-import { bindingHref, bindingName, relative } from './format';
+import { Badge, Empty, Pending, Section, When } from './components';
+import { bindingHref, bindingName } from './format';
 import { useNow, usePoll } from './state';
 import type { Failback, FailbackState } from './types';
 
@@ -32,7 +32,7 @@ function FailbackBadge({ state }: { state: FailbackState }) {
 export function FailbackView() {
   const data = usePoll('failback', async () => ({ items: await loadFailback() }), 5000);
   const now = useNow(1000);
-  if (!data.data) return data.error ? <Empty>The failback state cannot be read.</Empty> : <Loading what="the failback state" />;
+  if (!data.data) return <Pending poll={data} what="the failback state" />;
   const items = data.data.items;
   if (items === undefined)
     return (
@@ -77,15 +77,7 @@ export function FailbackView() {
                     <When iso={f.healthySince} />
                   </td>
                   <td>{f.windowSeconds} s</td>
-                  <td>
-                    {f.dueAt && f.state !== 'done' ? (
-                      <time dateTime={f.dueAt} title={f.dueAt}>
-                        {relative(f.dueAt, now)}
-                      </time>
-                    ) : (
-                      '—'
-                    )}
-                  </td>
+                  <td>{f.dueAt && f.state !== 'done' ? <When iso={f.dueAt} now={now} /> : '—'}</td>
                 </tr>
               ))}
             </tbody>

@@ -1,28 +1,39 @@
+import { useState } from 'preact/hooks';
 import { get, q } from './api';
+import { byTrouble, clusterTrouble, FleetBanner, loadHealth, loadQueues, loadRefusingPolicies, queueSize, queueText, whyUnhealthy } from './banner';
 import { HistoryChart } from './chart';
-import { ActionButton, Badge, Empty, Loading, Section, TierBadge, When } from './components';
-import { percent, rate } from './format';
+import { ActionButton, Badge, Empty, Pending, Section, TierBadge, When } from './components';
+import { percent, plural, rate } from './format';
 import { usePoll } from './state';
-import type { Cluster, Condition, Fleet, History, Taint, TaintHolder } from './types';
+import type { Cluster, ClusterQueue, Condition, Fleet, History, Taint, TaintHolder } from './types';
 
 export function FleetView() {
   const fleet = usePoll('fleet', () => get<Fleet>('fleet'), 2000);
   const clusters = usePoll('clusters', () => get<{ items: Cluster[] }>('clusters'), 2000);
+  const health = usePoll('healthz', loadHealth, 5000);
+  const refusing = usePoll('fleet-guards', loadRefusingPolicies, 5000);
+  const queues = usePoll('fleet-queues', loadQueues, 2000);
   const history = usePoll('history', () => get<History>('fleet/history?minutes=60'), 10000);
   const refresh = () => {
     fleet.refresh();
     clusters.refresh();
+    queues.refresh();
   };
   return (
     <>
+      <FleetBanner fleet={fleet} clusters={clusters} health={health} refusing={refusing} queues={queues} />
       <Section title="Fleet state" id="fleet-state">
-        {fleet.data ? <FleetSummary fleet={fleet.data} onChange={refresh} /> : <Loading what="the fleet" />}
+        {fleet.data ? <FleetSummary fleet={fleet.data} onChange={refresh} /> : <Pending poll={fleet} what="the fleet" />}
       </Section>
       <Section title="Evictions and tier, last hour" id="fleet-history">
-        {history.data ? <HistoryChart history={history.data} /> : history.error ? <Empty>The history is not available.</Empty> : <Loading what="the history" />}
+        {history.data ? <HistoryChart history={history.data} /> : <Pending poll={history} what="the history" />}
       </Section>
       <Section title="Clusters" id="fleet-clusters">
-        {clusters.data ? <ClusterTable clusters={clusters.data.items} onChange={refresh} /> : <Loading what="the clusters" />}
+        {clusters.data ? (
+          <ClusterTable clusters={clusters.data.items} unhealthy={fleet.data?.unhealthyClusters} queues={queues.data} onChange={refresh} />
+        ) : (
+          <Pending poll={clusters} what="the clusters" />
+        )}
       </Section>
     </>
   );
@@ -74,18 +85,30 @@ export function FleetSummary({ fleet, onChange }: { fleet: Fleet; onChange: () =
           </dd>
         </div>
       </dl>
-      <PauseResume paused={fleet.paused} onChange={onChange} />
+      <PauseResume paused={fleet.paused} waiting={fleet.pending + fleet.scheduled} onChange={onChange} />
     </>
   );
 }
 
-export function PauseResume({ paused, onChange }: { paused: boolean; onChange: () => void }) {
+export function PauseResume({ paused, waiting, onChange }: { paused: boolean; waiting?: number; onChange: () => void }) {
   return (
     <p class="actions">
       {paused ? (
-        <ActionButton label="Resume evictions" path="failover/resume" onDone={onChange} describe={() => 'Evictions resumed'} />
+        <ActionButton
+          label="Resume evictions"
+          path="failover/resume"
+          confirmText={`Resume evictions?${waiting ? ` ${plural(waiting, 'waiting eviction')} will` : ' Waiting evictions'} run at the fleet's rate again.`}
+          onDone={onChange}
+          describe={() => 'Evictions resumed'}
+        />
       ) : (
-        <ActionButton label="Pause evictions" path="failover/pause" onDone={onChange} describe={() => 'Evictions paused'} />
+        <ActionButton
+          label="Pause evictions"
+          path="failover/pause"
+          confirmText="Pause evictions? No workload is evicted from any cluster, drains included, until someone resumes them."
+          onDone={onChange}
+          describe={() => 'Evictions paused'}
+        />
       )}
     </p>
   );
@@ -166,53 +189,109 @@ export function TaintList({ cluster }: { cluster: Cluster }) {
   );
 }
 
-function ClusterTable({ clusters, onChange }: { clusters: Cluster[]; onChange: () => void }) {
+function ClusterTable({
+  clusters,
+  unhealthy,
+  queues,
+  onChange,
+}: {
+  clusters: Cluster[];
+  unhealthy: string[] | undefined;
+  queues: Map<string, ClusterQueue> | undefined;
+  onChange: () => void;
+}) {
+  const [filter, setFilter] = useState('');
+  const [onlyTrouble, setOnlyTrouble] = useState(false);
   if (!clusters.length) return <Empty>No clusters are registered.</Empty>;
+  const words = filter.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  const rows = clusters
+    .map((c) => ({ c, t: clusterTrouble(c, unhealthy, queues) }))
+    .filter(({ c, t }) => {
+      if (onlyTrouble && t.rank === 2) return false;
+      const text = [
+        c.metadata.name,
+        ...Object.entries(c.metadata.labels ?? {}).map(([k, v]) => `${k}=${v}`),
+        ...(c.spec.taints ?? []).map((x) => `${x.key}:${x.effect}`),
+        t.unhealthy ? `unhealthy ${whyUnhealthy(t)}` : 'healthy',
+        t.draining ? 'draining' : '',
+      ]
+        .join(' ')
+        .toLowerCase();
+      return words.every((w) => text.includes(w));
+    })
+    .sort((a, b) => byTrouble(a.t, b.t));
+  const trouble = clusters.filter((c) => clusterTrouble(c, unhealthy, queues).rank < 2).length;
   return (
-    <div class="scroll">
-      <table>
-        <caption>Every cluster with its conditions and taints (who holds each taint, and since when)</caption>
-        <thead>
-          <tr>
-            <th scope="col">Cluster</th>
-            <th scope="col">Conditions</th>
-            <th scope="col">Taints</th>
-            <th scope="col">Last heartbeat</th>
-            <th scope="col">Actions</th>
-          </tr>
-        </thead>
-        <tbody>
-          {clusters.map((c) => {
-            const name = c.metadata.name;
-            const cordoned = (c.spec.taints ?? []).some((t) => t.key === 'cluster.karmada.io/unschedulable');
-            return (
-              <tr key={name} data-cluster={name}>
-                <th scope="row">
-                  <a href={`#/cluster/${q(name)}`}>{name}</a>
-                </th>
-                <td>
-                  <ConditionList conditions={c.status?.conditions} />
-                </td>
-                <td>
-                  <TaintList cluster={c} />
-                  {c.spec.taints?.length ? (
-                    <a href={`#/cluster/${q(name)}`} class="why">
-                      Why is {name} tainted?
-                    </a>
-                  ) : null}
-                </td>
-                <td>
-                  <When iso={c.status?.lastHeartbeatTime} />
-                </td>
-                <td>
-                  <ClusterActions name={name} cordoned={cordoned} onChange={onChange} />
-                </td>
+    <>
+      <div class="filters" role="search" aria-label="Filter the clusters">
+        <label for="cluster-filter">Filter clusters</label>
+        <input id="cluster-filter" type="search" value={filter} onInput={(e) => setFilter(e.currentTarget.value)} autocomplete="off" spellcheck={false} />
+        <label>
+          <input type="checkbox" checked={onlyTrouble} onChange={(e) => setOnlyTrouble(e.currentTarget.checked)} /> Only clusters in trouble ({trouble})
+        </label>
+      </div>
+      {rows.length ? (
+        <div class="scroll">
+          <table data-testid="clusters">
+            <caption>
+              {rows.length === clusters.length ? `All ${plural(clusters.length, 'cluster')}` : `${rows.length} of ${plural(clusters.length, 'cluster')}`},
+              trouble first (unhealthy or faulty, then draining): their state, conditions and taints (who holds each taint, and since when)
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Cluster</th>
+                <th scope="col">State</th>
+                <th scope="col">Conditions</th>
+                <th scope="col">Taints</th>
+                <th scope="col">Last heartbeat</th>
+                <th scope="col">Actions</th>
               </tr>
-            );
-          })}
-        </tbody>
-      </table>
-    </div>
+            </thead>
+            <tbody>
+              {rows.map(({ c, t }) => {
+                const name = c.metadata.name;
+                return (
+                  <tr key={name} data-cluster={name}>
+                    <th scope="row">
+                      <a href={`#/cluster/${q(name)}`}>{name}</a>
+                    </th>
+                    <td data-col="state">
+                      {t.unhealthy ? <Badge tone="bad">{whyUnhealthy(t)}</Badge> : null}
+                      {t.unhealthy && t.draining ? ' ' : null}
+                      {t.draining ? <Badge tone="warn">draining</Badge> : null}
+                      {t.rank === 2 ? <Badge tone="ok">healthy</Badge> : null}
+                      {t.draining || queueSize(t.queue) > 0 ? (
+                        <div class="small">
+                          {t.cordoned ? 'cordoned; ' : ''}
+                          {queueText(t.queue)}
+                        </div>
+                      ) : null}
+                    </td>
+                    <td>
+                      <ConditionList conditions={c.status?.conditions} />
+                    </td>
+                    <td>
+                      <TaintList cluster={c} />
+                      {c.spec.taints?.length ? (
+                        <a href={`#/cluster/${q(name)}`} class="why">
+                          Why is {name} tainted?
+                        </a>
+                      ) : null}
+                    </td>
+                    <td>{c.status?.lastHeartbeatTime ? <When iso={c.status.lastHeartbeatTime} /> : 'never reported'}</td>
+                    <td>
+                      <ClusterActions name={name} cordoned={t.cordoned} onChange={onChange} />
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      ) : (
+        <Empty>No cluster matches{onlyTrouble ? ' among those in trouble' : ''}.</Empty>
+      )}
+    </>
   );
 }
 
@@ -223,16 +302,23 @@ export function ClusterActions({ name, cordoned, onChange }: { name: string; cor
         <ActionButton
           label={`Uncordon ${name}`}
           path={`clusters/${q(name)}/uncordon`}
+          confirmText={`Uncordon ${name}? Its cordon taint goes (workloads may be placed there again) and the drain's waiting evictions are abandoned.`}
           onDone={onChange}
-          describe={(r) => `Uncordoned ${name}: ${(r as { abandoned?: number }).abandoned ?? 0} drain evictions abandoned`}
+          describe={(r) => {
+            const { abandoned = 0, abandonedAtSlot = 0 } = r as { abandoned?: number; abandonedAtSlot?: number };
+            return `Uncordoned ${name}: ${plural(abandoned + abandonedAtSlot, 'drain eviction')} abandoned`;
+          }}
         />
       ) : (
         <ActionButton
           label={`Drain ${name}`}
           path={`clusters/${q(name)}/drain`}
-          confirmText={`Drain ${name}? Its workloads will be evicted at the fleet's rate.`}
+          confirmText={`Drain ${name}? It is cordoned (nothing new is placed there) and its workloads are evicted at the fleet's rate.`}
           onDone={onChange}
-          describe={(r) => `Draining ${name}: ${(r as { planned?: number }).planned ?? 0} evictions planned`}
+          describe={(r) => {
+            const { planned = 0, alreadyDecided = 0 } = r as { planned?: number; alreadyDecided?: number };
+            return `Draining ${name}: ${plural(planned, 'eviction')} planned${alreadyDecided ? ` (${alreadyDecided} already decided)` : ''}`;
+          }}
         />
       )}
     </span>

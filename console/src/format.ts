@@ -1,16 +1,21 @@
 import type { BindingRef } from './types';
 
-export function time(iso: string | null | undefined): string {
+const pad = (n: number) => String(n).padStart(2, '0');
+
+/** The console's one timestamp format: ISO date and time in the browser's time zone, `2025-03-01 14:05:09`. */
+export function timestamp(iso: string | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleTimeString(undefined, { hour12: false });
+  if (Number.isNaN(d.getTime())) return iso;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
 
-export function dateTime(iso: string | null | undefined): string {
-  if (!iso) return '—';
-  const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : `${d.toLocaleDateString()} ${d.toLocaleTimeString(undefined, { hour12: false })}`;
-}
+/** "1 eviction", "3 evictions", "2 policies" (`many` for an irregular plural). */
+export const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** Names in natural order: numbers as numbers (member2 before member10), case aside. */
+const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
+export const naturalCompare = (a: string, b: string) => collator.compare(a, b) || (a < b ? -1 : a > b ? 1 : 0);
 
 /** "in 12 s", "3 min ago". */
 export function relative(iso: string | null | undefined, now = Date.now()): string {

@@ -7,7 +7,7 @@ import { FailbackView } from './failback';
 import { FleetView } from './fleet';
 import { PoliciesView, PolicyView } from './policies';
 import { QueueView } from './queue';
-import { alerts, notice, setToken, token } from './state';
+import { alerts, notice, setToken, token, tokenNeeded } from './state';
 import { WhatIfView } from './whatif';
 import { WorkloadPicker, WorkloadView } from './workload';
 
@@ -95,6 +95,7 @@ const NAV: Array<{ href: string; label: string; view: Route['view'] }> = [
 
 function TokenForm() {
   const current = token.use();
+  const needed = tokenNeeded.use();
   const [draft, setDraft] = useState('');
   return (
     <form
@@ -122,10 +123,12 @@ function TokenForm() {
             Forget token
           </button>
         </>
-      ) : (
+      ) : needed ? (
         <span class="token-state" id="token-needed">
-          Read-only: actions need the admin token.
+          Read-only: the server asks for the admin token.
         </span>
+      ) : (
+        <span class="token-state">No token: actions go without one (until the server asks for it).</span>
       )}
     </form>
   );

@@ -1,8 +1,8 @@
 import { get, HttpError, q } from './api';
-import { ActionButton, Badge, Empty, Loading, Section, When } from './components';
+import { ActionButton, Badge, Empty, Pending, Section, When } from './components';
 import { EventTimeline } from './events';
 import { ConditionList } from './fleet';
-import { bindingHref, bindingName, mapLimited } from './format';
+import { bindingHref, bindingName, mapLimited, plural } from './format';
 import { usePoll } from './state';
 import type { BindingRef, Condition, FleetEvent, Policy } from './types';
 
@@ -87,7 +87,7 @@ export function AcknowledgeButton({ policy, onDone }: { policy: Policy; onDone: 
 export function PoliciesView() {
   const data = usePoll('policies', loadPolicies, 5000);
   const d = data.data;
-  if (!d) return data.error ? <Empty>The policies cannot be read.</Empty> : <Loading what="the policies" />;
+  if (!d) return <Pending poll={data} what="the policies" />;
   return (
     <>
       <Section title="ClusterTaintPolicies" id="policies-list">
@@ -245,10 +245,8 @@ export function PolicyView({ name }: { name: string }) {
               </p>
             ) : null}
           </>
-        ) : policy.error ? (
-          <Empty>The policy cannot be read.</Empty>
         ) : (
-          <Loading what="the policy" />
+          <Pending poll={policy} what="the policy" />
         )}
       </Section>
       {b && p ? (
@@ -263,7 +261,7 @@ export function PolicyView({ name }: { name: string }) {
             <div>
               <dt>Limit</dt>
               <dd>
-                {b.limit} of {b.fleet} clusters (share {b.maxShare})
+                {b.limit} of {plural(b.fleet, 'cluster')} (share {b.maxShare})
               </dd>
             </div>
             <div>
@@ -319,10 +317,10 @@ export function PolicyView({ name }: { name: string }) {
         </Section>
       ) : null}
       <Section title="Shadow findings" id="policy-findings">
-        {events.data ? <Findings events={findings} /> : <Loading what="the findings" />}
+        {events.data ? <Findings events={findings} /> : <Pending poll={events} what="the findings" />}
       </Section>
       <Section title="Events" id="policy-events">
-        {events.data ? <EventTimeline events={others} caption={`Events of policy ${name}, newest first`} /> : <Loading what="the events" />}
+        {events.data ? <EventTimeline events={others} caption={`Events of policy ${name}, newest first`} /> : <Pending poll={events} what="the events" />}
       </Section>
     </>
   );

@@ -1,7 +1,7 @@
 import { get, HttpError } from './api';
-import { Badge, Empty, heldText, Loading, Section, TierBadge, When } from './components';
+import { Badge, Empty, heldText, Pending, Section, TierBadge, When } from './components';
 import { PauseResume } from './fleet';
-import { bindingHref, bindingName, rate } from './format';
+import { bindingHref, bindingName, naturalCompare, rate } from './format';
 import { usePoll } from './state';
 import type { ClusterQueue, EvictionState, LedgerRow, QueueSummary } from './types';
 
@@ -78,9 +78,11 @@ async function summarize(rows: LedgerRow[]): Promise<QueueSummary> {
 export function QueueView() {
   const queue = usePoll('queue', loadQueue, 2000);
   const data = queue.data;
-  if (!data) return queue.error ? <Empty>The eviction queue cannot be read.</Empty> : <Loading what="the eviction queue" />;
+  if (!data) return <Pending poll={queue} what="the eviction queue" />;
   const { summary } = data;
-  const clusters = [...summary.clusters].sort((a, b) => Number(b.faulty) - Number(a.faulty) || a.cluster.localeCompare(b.cluster));
+  const clusters = [...summary.clusters].sort(
+    (a, b) => Number(b.faulty) - Number(a.faulty) || Number(b.draining) - Number(a.draining) || naturalCompare(a.cluster, b.cluster),
+  );
   return (
     <>
       <Section title="Pacing" id="queue-pacing">
@@ -90,7 +92,7 @@ export function QueueView() {
           <When iso={summary.generatedAt} rel={false} />
           {data.fromApi ? '' : ' (counted from the ledger)'}.
         </p>
-        <PauseResume paused={summary.paused} onChange={queue.refresh} />
+        <PauseResume paused={summary.paused} waiting={summary.clusters.reduce((n, c) => n + c.pending + c.scheduled, 0)} onChange={queue.refresh} />
       </Section>
       <Section title="Per cluster" id="queue-clusters">
         {clusters.length ? <SummaryTable clusters={clusters} /> : <Empty>No cluster is faulty or draining, and the ledger is empty.</Empty>}

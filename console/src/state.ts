@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { readToken, storeToken } from './api';
+import { HttpError, readToken, readTokenNeeded, storeToken, storeTokenNeeded } from './api';
 
 /** Tiny shared stores (the token, the alert messages) that components subscribe to. */
 type Listener = () => void;
@@ -30,6 +30,14 @@ export function setToken(next: string): void {
   token.set(next);
 }
 
+/** The server asked for the admin token (401/403 on an action); until then actions go without one. */
+export const tokenNeeded = store(readTokenNeeded());
+export function setTokenNeeded(next: boolean): void {
+  if (tokenNeeded.get() === next) return;
+  storeTokenNeeded(next);
+  tokenNeeded.set(next);
+}
+
 /** Errors shown in the page's alert region, one per source so a repeated poll failure is not repeated. */
 export const alerts = store<Record<string, string>>({});
 export function report(source: string, error: unknown): void {
@@ -47,20 +55,33 @@ export function clear(source: string): void {
 /** Notices (action results) for the polite status region. */
 export const notice = store('');
 
+/** A failed load: the message, the HTTP status (0: the server cannot be reached) and a 503's Retry-After. */
+export interface LoadError {
+  message: string;
+  status?: number;
+  retryAfter?: number;
+}
+
+function loadError(e: unknown): LoadError {
+  if (e instanceof HttpError) return { message: e.message, status: e.status, retryAfter: e.retryAfter };
+  return { message: e instanceof Error ? e.message : String(e) };
+}
+
 export interface Poll<T> {
   data: T | undefined;
-  error: string | undefined;
+  error: LoadError | undefined;
   loading: boolean;
   refresh: () => void;
 }
 
 /**
  * Loads `load()` now and every `everyMs` (never two at once) while the component is mounted; failures go
- * to the alert region under `source` and clear on the next success.
+ * to the alert region under `source` and clear on the next success. After a failure it tries again in
+ * `everyMs`, or when a 503's Retry-After says (also for a load that does not repeat, `everyMs` 0).
  */
 export function usePoll<T>(source: string, load: () => Promise<T>, everyMs: number, deps: unknown[] = []): Poll<T> {
   const [data, setData] = useState<T | undefined>(undefined);
-  const [error, setError] = useState<string | undefined>(undefined);
+  const [error, setError] = useState<LoadError | undefined>(undefined);
   const [loading, setLoading] = useState(true);
   const tick = useRef<() => void>(() => undefined);
   useEffect(() => {
@@ -73,6 +94,8 @@ export function usePoll<T>(source: string, load: () => Promise<T>, everyMs: numb
       if (running) return;
       running = true;
       clearTimeout(timer);
+      setLoading(true);
+      let next = everyMs;
       try {
         const value = await load();
         if (!live) return;
@@ -81,13 +104,15 @@ export function usePoll<T>(source: string, load: () => Promise<T>, everyMs: numb
         clear(source);
       } catch (e) {
         if (!live) return;
-        setError(e instanceof Error ? e.message : String(e));
+        const failed = loadError(e);
+        setError(failed);
         report(source, e);
+        if (failed.retryAfter !== undefined) next = Math.max(everyMs, failed.retryAfter * 1000, 1000);
       } finally {
         running = false;
         if (live) {
           setLoading(false);
-          if (everyMs > 0) timer = setTimeout(() => void run(), everyMs);
+          if (next > 0) timer = setTimeout(() => void run(), next);
         }
       }
     };

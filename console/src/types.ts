@@ -44,9 +44,18 @@ export interface Fleet {
   scheduled: number;
   faultyClusters: string[];
   unhealthyClusters: string[];
+  /** The Karmada API server's use (serviceHealth): `degraded` when it cannot be used. */
   status: string;
   mode: string;
   reason?: string;
+  since?: string;
+}
+/** GET /api/healthz (200, or 503 when the Karmada API server cannot be used). */
+export interface Health {
+  status: 'ok' | 'degraded';
+  mode: 'standalone' | 'karmada';
+  reason?: string;
+  since?: string;
 }
 export interface BindingRef {
   kind: string;

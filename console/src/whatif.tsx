@@ -1,8 +1,8 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { get, post } from './api';
-import { Empty, heldText, Loading, Section, TierBadge, When } from './components';
-import { bindingHref, bindingName, percent, rate } from './format';
+import { Empty, heldText, Pending, Section, TierBadge, When } from './components';
+import { bindingHref, bindingName, naturalCompare, percent, plural, rate } from './format';
 import { clear, report, usePoll } from './state';
 import type { BindingRef, Cluster, WhatIf } from './types';
 
@@ -27,7 +27,7 @@ export function WhatIfView() {
       setBusy(false);
     }
   };
-  const names = (clusters.data?.items ?? []).map((c) => c.metadata.name);
+  const names = (clusters.data?.items ?? []).map((c) => c.metadata.name).sort(naturalCompare);
   return (
     <>
       <Section title="Scenario" id="whatif-scenario">
@@ -75,7 +75,7 @@ export function WhatIfView() {
             </p>
           </form>
         ) : (
-          <Loading what="the clusters" />
+          <Pending poll={clusters} what="the clusters" />
         )}
       </Section>
       {result ? <WhatIfResult result={result} /> : null}
@@ -90,7 +90,7 @@ function WhatIfResult({ result }: { result: WhatIf }) {
     <Section title="Outcome" id="whatif-outcome">
       <p data-testid="whatif-summary">
         Fleet {result.fleet.unhealthy} unhealthy of {result.fleet.total} ({percent(result.fleet.failureRatio)}): tier <TierBadge tier={result.fleet.tier} /> at{' '}
-        {rate(result.fleet.rate)}. {result.counts.evictions} evictions, {result.counts.blocked} blocked, {result.counts.tolerated} tolerated,{' '}
+        {rate(result.fleet.rate)}. {plural(result.counts.evictions, 'eviction')}, {result.counts.blocked} blocked, {result.counts.tolerated} tolerated,{' '}
         {result.counts.alreadyDecided} already decided. Last eviction: {result.eta ? <When iso={result.eta} /> : 'never (held or none)'}
         {result.heldBy ? `; ${heldText(result.heldBy)}` : ''}.
       </p>

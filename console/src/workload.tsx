@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { get, HttpError, q } from './api';
-import { Empty, Loading, Section, When } from './components';
+import { Empty, Pending, Section, When } from './components';
 import { EventTimeline } from './events';
 import { bindingHref, bindingName } from './format';
 import { StateBadge } from './queue';
@@ -40,7 +40,7 @@ async function loadWorkload(ns: string | undefined, name: string): Promise<Workl
 export function WorkloadView({ ns, name }: { ns: string | undefined; name: string }) {
   const data = usePoll('workload', () => loadWorkload(ns, name), 2000, [ns, name]);
   const w = data.data;
-  if (!w) return data.error ? <Empty>The workload {ns ? `${ns}/${name}` : name} cannot be read.</Empty> : <Loading what="the workload" />;
+  if (!w) return <Pending poll={data} what={`the workload ${ns ? `${ns}/${name}` : name}`} />;
   const spec = w.binding.spec;
   const health = new Map((w.binding.status?.aggregatedStatus ?? []).map((s) => [s.clusterName, s.health ?? 'Unknown']));
   const tasks = w.why?.gracefulEvictionTasks ?? spec.gracefulEvictionTasks ?? [];
@@ -209,7 +209,7 @@ export function WorkloadPicker() {
             <Empty>No ResourceBindings.</Empty>
           )
         ) : (
-          <Loading what="the bindings" />
+          <Pending poll={list} what="the bindings" />
         )}
       </Section>
     </>

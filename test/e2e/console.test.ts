@@ -13,6 +13,8 @@ import { api, HostProcess, startHostProcess } from '../helpers/hostProcess';
  * The operator console in a real browser against a real local host (AUTH_MODE=required): the token typed
  * into the page, a cluster that fails and is tainted by a policy, the queue held by Pause and drained
  * after Resume, a workload's history, the what-if panel, keyboard navigation and axe-core on every view.
+ * Then a second host in trouble (AUTH_MODE=none, the Failover gate off, clusters that never report): the
+ * Fleet page's banner, the cluster list's order and filter, confirmations, and loads that fail.
  */
 const ADMIN = 'console-admin-token-0123456789';
 const SIGNING = 'console-signing-key-0123456789';
@@ -70,6 +72,12 @@ const eventually = <T>(read: () => T | Promise<T>, timeout = 10_000) => expect.p
 const focused = () => page.evaluate<string | undefined>('document.activeElement?.textContent');
 const heading = () => page.getByRole('heading', { level: 2 });
 const cell = (row: Locator, column: string) => row.locator(`td[data-col="${column}"]`);
+const banner = () => page.getByTestId('fleet-banner');
+const problem = (id: string) => banner().locator(`[data-problem="${id}"]`);
+
+/** Every confirmation the console asked for; answered yes unless `acceptDialogs` is false. */
+const dialogs: string[] = [];
+let acceptDialogs = true;
 
 beforeAll(async () => {
   // A fresh bundle (npm test builds it too; this keeps the file runnable on its own).
@@ -115,6 +123,10 @@ beforeAll(async () => {
   page = await context.newPage();
   // A missing element fails the step in 10 s with its name, well inside the test's time.
   page.setDefaultTimeout(10_000);
+  page.on('dialog', (dialog) => {
+    dialogs.push(dialog.message());
+    void (acceptDialogs ? dialog.accept() : dialog.dismiss());
+  });
 }, 30_000);
 
 afterAll(async () => {
@@ -167,13 +179,20 @@ describe('operator console', () => {
     await edge1.waitFor();
     await eventually(() => edge1.textContent()).toContain('Ready=True');
     await eventually(() => page.locator('.u-wrap, figure.chart, .empty').count()).toBeGreaterThan(0);
+    // Every cluster Ready, the gate on, nothing paused, no guard refusing: the only green banner.
+    await eventually(() => banner().getAttribute('data-severity')).toBe('ok');
+    expect(await banner().textContent()).toContain('All clear');
     await expectAccessible('fleet');
 
-    // Without the token the actions say so, and the API's 401 shows in the alert region; then the token is typed in.
+    // No endpoint tells the auth mode: the actions go without a token until the API answers 401 (after the
+    // confirmation), which shows in the alert region; then they say that the token is needed until it is typed in.
     const pause = page.getByRole('button', { name: /^Pause evictions/ });
-    await eventually(() => pause.textContent()).toBe('Pause evictions (admin token needed)');
+    await eventually(() => pause.textContent()).toBe('Pause evictions');
     await pause.click();
     await eventually(() => page.getByRole('alert').textContent()).toContain('enter the admin token above');
+    expect(dialogs.at(-1)).toMatch(/^Pause evictions\? No workload is evicted/);
+    await eventually(() => pause.textContent()).toBe('Pause evictions (admin token needed)');
+    expect(await pause.isDisabled()).toBe(true);
     await page.getByLabel('Admin token').fill(ADMIN);
     await page.getByRole('button', { name: 'Use token' }).click();
     await eventually(() => pause.textContent()).toBe('Pause evictions');
@@ -184,12 +203,16 @@ describe('operator console', () => {
     await eventually(() => page.getByRole('alert').textContent()).toBe('');
     const evictionSwitch = page.getByTestId('eviction-switch');
     await eventually(() => evictionSwitch.textContent(), 10_000).toBe('paused');
+    await eventually(() => problem('paused').textContent()).toContain('Evictions are paused');
+    expect(await banner().getAttribute('data-severity')).toBe('warn');
 
     // edge1 fails: the policy taints it NoExecute after 1 s, and the fleet view says who holds the taint.
     await reportReady('edge1', 'False');
     await eventually(() => edge1.textContent(), 15_000).toContain('cluster.karmada.io/not-ready:NoExecute');
     expect(await edge1.textContent()).toContain('held by policy edge-not-ready');
     expect(await edge1.textContent()).toContain('Ready=False');
+    await eventually(() => problem('unhealthy').textContent()).toMatch(/^1 of 4 clusters is unhealthy \(25%\):Ready=False: edge1$/);
+    expect(await banner().getAttribute('data-severity')).toBe('bad');
 
     // The "why" of the taint: holders and the cluster's events.
     await page.getByRole('link', { name: 'Why is edge1 tainted?' }).click();
@@ -250,14 +273,17 @@ describe('operator console', () => {
       await page.screenshot({ path: join(ROOT, 'docs', 'console.png') });
     }
 
-    // Drain and uncordon a cluster from the fleet view (after a confirmation).
-    page.once('dialog', (dialog) => void dialog.accept());
+    // Drain and uncordon a cluster from the fleet view (each after a confirmation): the list and the banner show the drain.
     await page.getByRole('button', { name: 'Drain edge4' }).click();
-    await eventually(() => page.getByTestId('notice').textContent()).toMatch(/^Draining edge4: \d+ evictions planned$/);
+    expect(dialogs.at(-1)).toMatch(/^Drain edge4\? It is cordoned/);
+    await eventually(() => page.getByTestId('notice').textContent()).toMatch(/^Draining edge4: \d+ evictions? planned/);
     const edge4 = page.locator('tr[data-cluster="edge4"]');
     await eventually(() => edge4.textContent()).toContain('cluster.karmada.io/unschedulable:NoSchedule');
+    await eventually(() => cell(edge4, 'state').textContent()).toMatch(/^draining\s*cordoned; \d+ evictions? planned, \d+ done/);
+    await eventually(() => problem('draining').textContent()).toMatch(/edge4: cordoned, \d+ evictions? planned/);
     await page.getByRole('button', { name: 'Uncordon edge4' }).click();
-    await eventually(() => page.getByTestId('notice').textContent()).toMatch(/^Uncordoned edge4/);
+    expect(dialogs.at(-1)).toMatch(/^Uncordon edge4\?/);
+    await eventually(() => page.getByTestId('notice').textContent()).toMatch(/^Uncordoned edge4: \d+ drain evictions? abandoned$/);
     await eventually(() => edge4.textContent()).not.toContain('unschedulable');
   }, 60_000);
 
@@ -307,8 +333,8 @@ describe('operator console', () => {
     const acknowledge = page.getByRole('button', { name: 'Acknowledge edge-wide' });
     await acknowledge.waitFor();
     await expectAccessible('policies with the guard exceeded');
-    page.once('dialog', (dialog) => void dialog.accept());
     await acknowledge.click();
+    expect(dialogs.at(-1)).toMatch(/^Acknowledge the exceeded blast radius of edge-wide\?/);
     await eventually(() => page.getByTestId('notice').textContent()).toMatch(/^Acknowledged edge-wide: acknowledged/);
     await eventually(() => wide.textContent(), 15_000).toContain('BlastRadiusExceeded=False');
     await eventually(() => wide.locator('[data-col="blast-radius"]').textContent(), 15_000).toBe('2/1');
@@ -369,7 +395,8 @@ describe('operator console', () => {
       await eventually(() => row.textContent()).toContain('counting');
       const countdown = row.locator('time').last();
       const first = await countdown.textContent();
-      expect(first).toMatch(/^in \d+ s$/);
+      // The one timestamp format: local ISO date and time, and the age.
+      expect(first).toMatch(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(in \d+ s\)$/);
       await eventually(() => countdown.textContent(), 5_000).not.toBe(first);
       expect(await page.getByTestId('failback').locator('caption').textContent()).toContain('1 waiting, 1 back home');
       await expectAccessible('failback with bindings');
@@ -377,4 +404,170 @@ describe('operator console', () => {
       await page.unroute('**/api/failback');
     }
   }, 60_000);
+});
+
+describe('operator console on a fleet in trouble', () => {
+  let troubled: HostProcess;
+  const MEMBERS = ['member1', 'member2', 'member3', 'member10'];
+  const order = () => page.locator('tr[data-cluster]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-cluster')));
+
+  beforeAll(async () => {
+    // `npm start` as a newcomer has it: no auth, the Failover gate off, clusters nobody reports for.
+    troubled = await startHostProcess({
+      AUTH_MODE: 'none',
+      FAILOVER_ENABLED: 'false',
+      CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: '2',
+      CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: '600',
+    });
+    const res = await api(troubled.url, 'POST', 'apply', [
+      // Applied without status: they have never reported.
+      ...MEMBERS.map((n) => ({ apiVersion: 'cluster.karmada.io/v1alpha1', kind: 'Cluster', metadata: { name: n }, spec: {} })),
+      {
+        apiVersion: 'policy.karmada.io/v1alpha1',
+        kind: 'ClusterTaintPolicy',
+        metadata: { name: 'not-ready' },
+        spec: {
+          targetCluster: { clusterNames: MEMBERS },
+          matchConditions: [{ conditionType: 'Ready', operator: 'In', statusValues: ['False', 'Unknown'] }],
+          taintsToAdd: [{ key: 'cluster.karmada.io/not-ready', effect: 'NoExecute', addOnMatchSeconds: 1 }],
+        },
+      },
+    ]);
+    expect(res.status).toBe(200);
+    // One cluster reports (unsigned: AUTH_MODE=none); the three others never do.
+    expect((await api(troubled.url, 'POST', 'clusters/member2/status', { conditions: [{ type: 'Ready', status: 'True' }] })).status).toBe(200);
+    // The same page serves: this host is another origin, with its own session storage (no token, nothing learnt).
+  }, 30_000);
+
+  afterAll(async () => {
+    await troubled?.stop();
+  });
+
+  it('leads with what is wrong: unhealthy and never reported, halted, the gate off, the guard refusing', async () => {
+    await page.goto(`${troubled.url}/api/console#/fleet`);
+    await eventually(() => banner().getAttribute('data-severity')).toBe('bad');
+    await eventually(() => problem('unhealthy').textContent()).toMatch(/^3 of 4 clusters are unhealthy \(75%\):.*never reported: member1, member3, member10$/);
+    expect(await problem('tier').textContent()).toContain('Evictions are halted');
+    // The policy may taint 2 of 4 clusters: the guard refuses the third.
+    await eventually(() => problem('guard-not-ready').textContent(), 20_000).toMatch(
+      /blast-radius guard refuses to taint member(1|3|10) \(it holds taints on 2 of 4 clusters, at most 2\)/,
+    );
+    // The gate off while clusters hold NoExecute taints: red, and it says why nothing moves.
+    await eventually(() => problem('gate').getAttribute('data-severity')).toBe('bad');
+    expect(await problem('gate').textContent()).toMatch(
+      /^The Failover gate is off \(FAILOVER_ENABLED=false\): clusters are tainted but nothing is evicted; 2 clusters hold NoExecute taints and keep their workloads \(member\d+, member\d+\)\. Drains still evict\.$/,
+    );
+    // Most severe first.
+    const rank = ['bad', 'warn', 'info'];
+    const severities = await banner()
+      .locator('[data-problem]')
+      .evaluateAll((items) => items.map((i) => i.getAttribute('data-severity') ?? ''));
+    expect(severities).toEqual([...severities].sort((a, b) => rank.indexOf(a) - rank.indexOf(b)));
+    expect(await page.getByText('Loading the fleet').count()).toBe(0);
+    await expectAccessible('fleet in trouble');
+    mkdirSync(join(ROOT, 'test-results'), { recursive: true });
+    await page.screenshot({ path: join(ROOT, 'test-results', 'console-trouble.png'), fullPage: true });
+  }, 60_000);
+
+  it('lists the clusters in trouble first, in natural order, with a filter and a trouble-only toggle', async () => {
+    await eventually(order).toEqual(['member1', 'member3', 'member10', 'member2']);
+    expect(await cell(page.locator('tr[data-cluster="member3"]'), 'state').textContent()).toContain('never reported');
+    expect(await page.locator('tr[data-cluster="member3"]').textContent()).toContain('never reported');
+    expect(await cell(page.locator('tr[data-cluster="member2"]'), 'state').textContent()).toBe('healthy');
+
+    const filter = page.getByLabel('Filter clusters');
+    await filter.fill('member1');
+    await eventually(order).toEqual(['member1', 'member10']);
+    await filter.fill('10');
+    await eventually(order).toEqual(['member10']);
+    await filter.fill('nothing-like-this');
+    await eventually(() => page.locator('section[aria-labelledby="fleet-clusters"]').textContent()).toContain('No cluster matches');
+    await filter.fill('');
+    const onlyTrouble = page.getByLabel(/Only clusters in trouble/);
+    await onlyTrouble.check();
+    await eventually(order).toEqual(['member1', 'member3', 'member10']);
+    await onlyTrouble.uncheck();
+    await eventually(order).toEqual(['member1', 'member3', 'member10', 'member2']);
+  }, 30_000);
+
+  it('acts without a token under AUTH_MODE=none, each action after a confirmation', async () => {
+    const pause = page.getByRole('button', { name: /^Pause evictions/ });
+    await eventually(() => pause.textContent()).toBe('Pause evictions');
+    expect(await pause.isEnabled()).toBe(true);
+    expect(await page.locator('header').textContent()).not.toContain('Read-only');
+
+    // Declined: nothing changes.
+    acceptDialogs = false;
+    try {
+      const asked = dialogs.length;
+      await pause.click();
+      await eventually(() => dialogs.length).toBe(asked + 1);
+      expect(dialogs.at(-1)).toMatch(/^Pause evictions\? No workload is evicted from any cluster/);
+      await new Promise((r) => setTimeout(r, 500));
+      expect((await api(troubled.url, 'GET', 'fleet')).body.paused).toBe(false);
+    } finally {
+      acceptDialogs = true;
+    }
+
+    // Confirmed: paused, and the banner says so.
+    await pause.click();
+    await eventually(() => problem('paused').textContent()).toContain('Evictions are paused');
+    expect((await api(troubled.url, 'GET', 'fleet')).body.paused).toBe(true);
+    await page.getByRole('button', { name: 'Resume evictions' }).click();
+    expect(dialogs.at(-1)).toMatch(/^Resume evictions\?/);
+    await eventually(() => problem('paused').count()).toBe(0);
+
+    // A drain of the healthy cluster: it moves up to the draining place and the banner names it.
+    await page.getByRole('button', { name: 'Drain member2' }).click();
+    expect(dialogs.at(-1)).toMatch(/^Drain member2\?/);
+    await eventually(() => page.getByTestId('notice').textContent()).toMatch(/^Draining member2: \d+ evictions? planned/);
+    await eventually(() => cell(page.locator('tr[data-cluster="member2"]'), 'state').textContent()).toMatch(
+      /^draining\s*cordoned; 0 evictions planned, 0 done$/,
+    );
+    await eventually(() => problem('draining').textContent()).toBe('A cluster is draining:member2: cordoned, 0 evictions planned, 0 done');
+    expect(await page.getByRole('alert').textContent()).toBe('');
+  }, 30_000);
+
+  it('shows a failed load with its status and a retry, never an endless spinner', async () => {
+    // Karmada unreachable, as the API answers then: 503 with Retry-After on the reads, healthz degraded.
+    await page.route('**/api/fleet', (route) =>
+      route.fulfill({
+        status: 503,
+        headers: { 'retry-after': '7' },
+        contentType: 'application/json',
+        body: JSON.stringify({ error: 'degraded: the Karmada API server cannot be reached (ECONNREFUSED)' }),
+      }),
+    );
+    await page.route('**/api/healthz', (route) =>
+      route.fulfill({
+        status: 503,
+        headers: { 'retry-after': '7' },
+        contentType: 'application/json',
+        body: JSON.stringify({ status: 'degraded', mode: 'karmada', reason: 'unreachable: connect ECONNREFUSED' }),
+      }),
+    );
+    await page.route('**/api/clusters', (route) => route.abort('connectionrefused'));
+    try {
+      await page.reload();
+      const failed = page.locator('section[aria-labelledby="fleet-state"] [data-testid="load-error"]');
+      await eventually(() => failed.textContent()).toContain('The fleet cannot be loaded: the server is unavailable (HTTP 503); it asks to retry in 7 s');
+      expect(await failed.textContent()).toContain('degraded: the Karmada API server cannot be reached (ECONNREFUSED)');
+      const clustersFailed = page.locator('section[aria-labelledby="fleet-clusters"] [data-testid="load-error"]');
+      await eventually(() => clustersFailed.textContent()).toContain('The clusters cannot be loaded: cannot reach the server');
+      await eventually(() => problem('karmada').textContent()).toBe(
+        'The Karmada API server cannot be used: unreachable: connect ECONNREFUSED. Failover holds still until it answers again.',
+      );
+      expect(await banner().getAttribute('data-severity')).toBe('bad');
+      expect(await page.getByText(/^Loading the (fleet|clusters)/).count()).toBe(0);
+      await expectAccessible('fleet that cannot be loaded');
+    } finally {
+      await page.unrouteAll();
+    }
+    // The server is back: Retry loads at once (the next poll would wait for the Retry-After).
+    await page.getByRole('button', { name: 'Retry loading the fleet' }).click();
+    await eventually(() => page.getByTestId('fleet-summary').count()).toBe(1);
+    await page.getByRole('button', { name: 'Retry loading the clusters' }).click();
+    await eventually(order).toEqual(['member1', 'member3', 'member10', 'member2']);
+    await eventually(() => problem('karmada').count()).toBe(0);
+  }, 30_000);
 });
