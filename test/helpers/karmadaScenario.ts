@@ -441,13 +441,14 @@ export async function placeGroupOn(
   karmada: RealKarmada,
   clusters: KarmadaWatch,
   bindings: KarmadaWatch<Binding>,
-  o: { prefix: string; group: string; count: number; cluster: string },
+  o: { prefix: string; group: string; count: number; cluster: string; namespace?: string },
 ): Promise<string[]> {
   const others = karmada.members.map((m) => m.name).filter((n) => n !== o.cluster);
   await Promise.all(others.map((n) => setupCordon(karmada, n, true)));
-  const keys = Array.from({ length: o.count }, (_, i) => `default/${o.prefix}-${i}-deployment`);
+  const namespace = o.namespace ?? 'default';
+  const keys = Array.from({ length: o.count }, (_, i) => `${namespace}/${o.prefix}-${i}-deployment`);
   try {
-    await applyYaml(karmada, deployments(o.prefix, o.group, o.count));
+    await applyYaml(karmada, deployments(o.prefix, o.group, o.count, namespace));
     await bindings.until(
       `${o.prefix} placed on ${o.cluster} and Healthy`,
       () => keys.every((k) => placedOn(bindings.get(k)).join() === o.cluster && healthyWhereScheduled(bindings.get(k))),
