@@ -81,7 +81,8 @@ async function getClusters(ctx: Context, name?: string): Promise<void> {
       ['NAME', 'READY', 'TAINTS', 'AGE', ...(wide ? ['REASON', 'HEARTBEAT', 'LABELS'] : [])],
       items.map((c) => [
         c.metadata.name,
-        ready(c)?.status ?? 'Unknown',
+        // A cluster that never reported has no Ready condition: say so, not "Unknown" (which a policy may match).
+        ready(c)?.status ?? '<never reported>',
         taintText(c),
         age(c.metadata.creationTimestamp),
         ...(wide

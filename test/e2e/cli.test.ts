@@ -163,7 +163,7 @@ describe('get', () => {
     const [header, ...rows] = lines(table.stdout);
     expect(header).toMatch(/^NAME {3,}READY {3,}TAINTS {3,}AGE$/);
     const row = rows.find((r) => r.startsWith('cli-a '));
-    expect(row).toMatch(/^cli-a +Unknown {3,}maintenance:NoSchedule {3,}\d+(s|m)/);
+    expect(row).toMatch(/^cli-a +<never reported> {3,}maintenance:NoSchedule {3,}\d+(s|m)/);
     expect(rows.find((r) => r.startsWith('spare1 '))).toMatch(/<none>/);
 
     const json = JSON.parse((await ok(['get', 'clusters', '-o', 'json'])).stdout);
@@ -327,6 +327,12 @@ describe('report', () => {
       'DiskPressure=False',
       'Ready=True',
     ]);
+  });
+
+  it('shows a cluster that never reported as such, not as Unknown', async () => {
+    await ok(['apply', '-f', '-'], { input: 'apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: silent1}\nspec: {}\n' });
+    const row = lines((await ok(['get', 'clusters', 'silent1'])).stdout)[1];
+    expect(row).toMatch(/^silent1\s+<never reported>\s+<none>/);
   });
 
   it('exits 2 naming what is wrong with the conditions', async () => {
