@@ -10,9 +10,12 @@ import { controlPlane } from '../shared/runtime';
  */
 export const healthz = httpFunction(async (req) => {
   allowMethods(req, ['GET', 'HEAD']);
+  const plane = controlPlane();
+  // Which actions need the admin token (the console labels its buttons by it); no secret is told.
+  const auth = plane.config.auth.mode;
   // Standalone needs no storage read here: the answer is the process being up.
-  if (!process.env.KARMADA_KUBECONFIG) return json(200, { status: 'ok', mode: 'standalone' });
-  const health = await serviceHealth(controlPlane());
+  if (!process.env.KARMADA_KUBECONFIG) return json(200, { status: 'ok', mode: 'standalone', auth });
+  const health = { ...(await serviceHealth(plane)), auth };
   return health.status === 'ok' ? json(200, health) : json(503, health, { 'retry-after': String(RETRY_AFTER_SECONDS) });
 });
 

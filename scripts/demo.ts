@@ -5,8 +5,9 @@
  * bindings with mixed policies, and plays the reporters (cluster health) and the deployer (workload health
  * of new placements). Then it fails three clusters, waits for the workloads to move and the old copies to
  * be cleared, fails five more to cross the unhealthy threshold (12 clusters is a large fleet, so the rate
- * drops to the secondary tier), recovers everything, prints a summary and exits 0 only if the fleet ends
- * consistent.
+ * drops to the secondary tier), holds that for a while so it can be watched, recovers everything, prints a
+ * summary and exits 0 only if the fleet ends consistent. `npm run demo -- --keep` leaves the host (and its
+ * console) running afterwards, with the simulated reporters, until Ctrl-C.
  */
 import { sleep } from '../shared/clock';
 import { api, HostProcess, startHostProcess } from '../test/helpers/hostProcess';
@@ -15,6 +16,9 @@ const RATE = 20;
 const SECONDARY_RATE = 5;
 const WINDOW_SECONDS = 2;
 const CLUSTERS = Array.from({ length: 12 }, (_, i) => `member${i + 1}`);
+/** How long the mass failure is held at the secondary rate before everything recovers (to watch it). */
+const MASS_FAILURE_HOLD_MS = 15_000;
+const KEEP = process.argv.includes('--keep');
 
 const clock = (start: number) => `${((Date.now() - start) / 1000).toFixed(1).padStart(5)}s`;
 
@@ -39,7 +43,7 @@ async function main(): Promise<void> {
   let stop = false;
   const loops: Array<Promise<void>> = [];
   try {
-    console.log(`host ${host.url} (rate ${RATE}/s, secondary ${SECONDARY_RATE}/s, windows ${WINDOW_SECONDS}s)`);
+    console.log(`host ${host.url} (rate ${RATE}/s, secondary ${SECONDARY_RATE}/s, windows ${WINDOW_SECONDS}s); watch it at ${host.url}/api/console/`);
     const apply = async (objects: unknown[]) => {
       for (let i = 0; i < objects.length; i += 100) {
         const res = await api(host.url, 'POST', 'apply', objects.slice(i, i + 100));
@@ -215,6 +219,8 @@ async function main(): Promise<void> {
     const slots = slotsAfter(slow);
     const slowRate = (slots.length - 1) / ((slots[slots.length - 1] - slots[0]) / 1000);
     console.log(`${clock(started)} tier ${slow.fleet.tier}: ${slots.length} send slots at ${slowRate.toFixed(1)}/s (secondary rate ${SECONDARY_RATE}/s)`);
+    console.log(`${clock(started)} holding the mass failure for ${MASS_FAILURE_HOLD_MS / 1000}s (the console's fleet page shows the tier)`);
+    await sleep(MASS_FAILURE_HOLD_MS);
 
     // Everything recovers: waiting evictions are abandoned.
     down.clear();
@@ -237,6 +243,13 @@ async function main(): Promise<void> {
     console.log(`  consistent: ${problems.length === 0 ? 'yes' : `no\n    ${problems.slice(0, 10).join('\n    ')}`}`);
     console.log(`  took ${((Date.now() - started) / 1000).toFixed(0)}s`);
     process.exitCode = problems.length === 0 ? 0 : 1;
+    if (KEEP) {
+      console.log(`\nthe host keeps running: ${host.url}/api/console/ (Ctrl-C stops it)`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', () => resolve());
+        process.once('SIGTERM', () => resolve());
+      });
+    }
   } finally {
     stop = true;
     // The simulated reporters and deployer finish their round before the host goes.

@@ -329,6 +329,10 @@ describe('report', () => {
     ]);
   });
 
+  it('can learn from /api/healthz whether actions need the admin token (never the token itself)', async () => {
+    expect((await api(host.url, 'GET', 'healthz')).body).toEqual({ status: 'ok', mode: 'standalone', auth: 'required' });
+  });
+
   it('shows a cluster that never reported as such, not as Unknown', async () => {
     await ok(['apply', '-f', '-'], { input: 'apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata: {name: silent1}\nspec: {}\n' });
     const row = lines((await ok(['get', 'clusters', 'silent1'])).stdout)[1];
