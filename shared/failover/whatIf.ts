@@ -247,7 +247,8 @@ export function whatIf(input: WhatIfInput): WhatIfResult {
     evictions.push({ ...base, why: row.why, purgeMode: row.purgeMode, targets: placement.clusters, ...(placement.ok ? {} : { noFit: placement.message }) });
   }
 
-  const planSlots = order.map((row) => row.slot).filter((slot): slot is number => slot !== undefined);
+  // The ETA is the last eviction that will run: a blocked row takes its slot but moves nothing.
+  const planSlots = evictions.map((e) => (e.slot === null ? undefined : Date.parse(e.slot))).filter((slot): slot is number => slot !== undefined);
   return {
     at: input.now.toISOString(),
     condition: input.condition,

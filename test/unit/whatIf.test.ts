@@ -132,6 +132,14 @@ describe('whatIf', () => {
     }).toEqual(want);
   });
 
+  it('has no ETA when every eviction would be blocked: a blocked row moves nothing', () => {
+    const result = whatIf(
+      input({ specs: { web: { replicas: 1, clusters: [{ name: 'a', replicas: 1 }], placement: { clusterAffinity: { clusterNames: ['a'] } } } } }),
+    );
+    expect(result.blocked).toHaveLength(1);
+    expect(result.eta).toBeNull();
+  });
+
   it('no policy matches the condition: the cluster is untainted and nothing moves', () => {
     const result = whatIf(input({ condition: { type: 'Ready', status: 'True' } }));
     expect(result.taints).toEqual([]);
