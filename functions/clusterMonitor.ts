@@ -3,7 +3,7 @@ import { monitorClusterHeartbeats } from '../shared/controllers/clusters';
 import { handingOff } from '../shared/queue/handOff';
 import { controlPlane } from '../shared/runtime';
 
-/** Every 5 s (seed 001's monitor period): Ready=Unknown for clusters silent beyond their grace period. */
+/** Every 5 s (Karmada's default --cluster-monitor-period): Ready=Unknown for clusters silent beyond their grace period. */
 export async function clusterMonitor(_timer: Timer, ctx: InvocationContext): Promise<void> {
   const marked = await monitorClusterHeartbeats(controlPlane());
   if (marked.length > 0) ctx.log(`marked ${marked.length} cluster(s) Unknown: ${marked.join(', ')}`);

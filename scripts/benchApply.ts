@@ -1,10 +1,10 @@
 /**
- * `npm run bench -- apply [clusters] [bindings] [per request]` (issue 18): bindings applied through the real
- * HTTP API (POST /api/apply, `per request` documents each, two requests in flight) to one local host on one
- * Azurite, every Table and Queue request counted at a proxy. The fleet's clusters are seeded straight into
- * storage as the scale bench does; the bindings are new, each on one cluster with a second candidate half the
- * fleet away. Per step (10,000 bindings, or 1,000 for runs under 20,000): bindings per second and storage
- * requests per binding (the host's idle background included).
+ * `npm run bench -- apply [clusters] [bindings] [per request]`: bindings applied through the real HTTP API
+ * (POST /api/apply, `per request` documents each, two requests in flight) to one local host on one Azurite,
+ * every Table and Queue request counted at a proxy. The fleet's clusters are seeded straight into storage as
+ * the scale bench does; the bindings are new, each on one cluster with a second candidate half the fleet
+ * away. Per step (10,000 bindings, or 1,000 for runs under 20,000): bindings per second and storage requests
+ * per binding (the host's idle background included).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,10 +1,10 @@
 /**
- * `npm run bench -- idle [clusters] [bindings]` (issue 18): what a steady fleet costs in storage when nothing
- * fails. A fleet seeded in bulk (seedFleet), one local host, every Table and Queue request counted at a proxy.
- * Each cluster reports an unchanged Ready=True every REPORT_EVERY_MS through the HTTP API (signed when
- * BENCH_AUTH=required), and one minute is measured: all requests, the requests the reports cost (entity
- * reads and writes of the clusters table), the rest (timers and queue polling: the idle cost proper), table
- * rows read, and heartbeat writes per report. Writes bench-idle.json.
+ * `npm run bench -- idle [clusters] [bindings]`: what a steady fleet costs in storage when nothing fails. A
+ * fleet seeded in bulk (seedFleet), one local host, every Table and Queue request counted at a proxy. Each
+ * cluster reports an unchanged Ready=True every REPORT_EVERY_MS through the HTTP API (signed when
+ * BENCH_AUTH=required), and one minute is measured: all requests, the requests the reports cost (entity reads
+ * and writes of the clusters table), the rest (timers and queue polling: the idle cost proper), table rows
+ * read, and heartbeat writes per report. Writes bench-idle.json.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,8 +1,8 @@
 /**
- * Karmada mode figures for `npm run bench` (issue 3/5): condition change → evaluation start, the start-up
- * sync of 1,000 clusters and 10,000 bindings, one probe round over 1,000 clusters, and Kubernetes API
- * requests per eviction. The Karmada API server is the test server of test/helpers (no kube-apiserver can
- * be installed here); storage is a real Azurite.
+ * Karmada mode figures for `npm run bench`: condition change → evaluation start, the start-up sync of 1,000
+ * clusters and 10,000 bindings, one probe round over 1,000 clusters, and Kubernetes API requests per
+ * eviction. The Karmada API server is the test server of test/helpers (no kube-apiserver can be installed
+ * here); storage is a real Azurite.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -209,7 +209,7 @@ export async function seedFleet(
 
 /**
  * `failing` clusters fail at once. They hold `failingBindings` of the bindings (10 % by default: 10,000 of
- * 100,000, the failure the issue sizes), so planning and pacing are measured on a failure of that size.
+ * 100,000), so planning and pacing are measured on a failure of that size.
  */
 export async function scaleRun(clusters: number, bindings: number, failing = 10, rate = 50, evictionSeconds = 60, failingBindings = Math.round(bindings / 10)) {
   const { env, tableProxy, queueProxy, connection } = await countedStorage();

@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- whatif [clusters] [bindings]` (issue 4/5): the latency of POST /api/whatif on a fleet of
+ * `npm run bench -- whatif [clusters] [bindings]`: the latency of POST /api/whatif on a fleet of
  * realistic size (1,000 clusters, 100,000 bindings by default), seeded straight into storage in bulk as the
  * scale bench does, with a policy that taints NoExecute 60 s after Ready turns False. One, ten and a hundred
  * clusters are asked about, five times each (medians); the storage is checked unchanged after each run. Also

@@ -229,7 +229,7 @@ export interface AppConfig {
   maxFleetShareTaintedByPolicy: number;
   auth: AuthSettings;
   alerts: AlertSettings;
-  /** Optional global limit on graceful-eviction tasks; none by default (design decision 9). */
+  /** Optional global limit on graceful-eviction tasks; none by default (docs/architecture.md, decision 9). */
   gracefulEvictionTimeoutSeconds?: number;
   /** Graceful-eviction plugins; any one passing clears a task. */
   evictionPlugins: EvictionPlugin[];

@@ -177,9 +177,9 @@ export type ClusterInput = z.infer<typeof clusterSchema>;
 // ---------------------------------------------------------------------------------------------
 // ClusterTaintPolicy (policy.karmada.io/v1alpha1)
 //
-// Two shapes under one kind: the seed 000 shape (targetCluster, matchConditions, taintsToAdd with time
-// windows) and Karmada's shape as shipped since v1.14 (targetClusters, addOnConditions, removeOnConditions,
-// taints; no windows). One policy uses one shape; a mix is refused naming the fields of both.
+// Two shapes under one kind: the windowed shape, `'seed'` in code (targetCluster, matchConditions, taintsToAdd
+// with time windows), and Karmada's shape as shipped since v1.14 (targetClusters, addOnConditions,
+// removeOnConditions, taints; no windows). One policy uses one shape; a mix is refused naming the fields of both.
 
 const seconds = (fallback: number) =>
   z.number().int('must be a whole number of seconds').min(1, 'must be at least 1').max(2_147_483_647, 'must fit in 32 bits').default(fallback);
@@ -266,7 +266,7 @@ function checkTaintPolicyShape(spec: Record<string, unknown>, ctx: z.RefinementC
   ctx.addIssue({ code: 'custom', path: [required], message: `required field is missing (expected array)${hint}` });
 }
 
-/** Seed 000's shape: time windows per taint. */
+/** The windowed shape: time windows per taint. */
 export interface SeedTaintPolicySpec {
   targetCluster?: ClusterAffinity;
   matchConditions?: MatchCondition[];
@@ -288,7 +288,7 @@ export const taintPolicyShape = (spec: ClusterTaintPolicySpec): TaintPolicyShape
 export const isKarmadaTaintPolicySpec = (spec: ClusterTaintPolicySpec): spec is KarmadaTaintPolicySpec => taintPolicyShape(spec) === 'karmada';
 
 export const clusterTaintPolicySpecSchema = strictObject({
-  // seed 000
+  // the windowed shape
   targetCluster: clusterAffinitySchema.optional(),
   matchConditions: z.array(matchConditionSchema).max(32).optional(),
   taintsToAdd: z.array(taintToAddSchema).min(1, 'must list at least one taint').max(32).optional(),
@@ -508,7 +508,7 @@ export type StatePreservation = z.infer<typeof statePreservationSchema>;
 export const clusterFailoverSchema = strictObject({
   purgeMode: purgeModeSchema(['Directly', 'Gracefully'] as const).default('Gracefully'),
   tolerationSeconds: z.number().int('must be a whole number of seconds').min(0, 'must not be negative').max(2_147_483_647).default(300),
-  // Seed 002: with purge mode Gracefully, the old copy goes at the latest this long after the eviction.
+  // With purge mode Gracefully, the old copy goes at the latest this long after the eviction.
   gracePeriodSeconds: z.number().int('must be a whole number of seconds').min(1, 'must be at least 1').max(2_147_483_647).optional(),
   statePreservation: statePreservationSchema.optional(),
 }).superRefine((failover, ctx) => {
@@ -525,14 +525,15 @@ export type ClusterFailover = z.infer<typeof clusterFailoverSchema>;
 const wholeSeconds = z.number().int('must be a whole number of seconds').max(2_147_483_647, 'must fit in 32 bits');
 
 /**
- * Seed 003's ApplicationFailoverBehavior. Defaults: tolerationSeconds 10, purgeMode Graciously (stored
- * as Gracefully) with gracePeriodSeconds 600, blockPredecessorSeconds 600 (0 = never again).
+ * Application failover's settings (ApplicationFailoverBehavior). Defaults: tolerationSeconds 10, purgeMode
+ * Graciously (stored as Gracefully) with gracePeriodSeconds 600, blockPredecessorSeconds 600 (0 = never
+ * again).
  */
 export const applicationFailoverSchema = strictObject({
   decisionConditions: strictObject({
     tolerationSeconds: wholeSeconds.min(0, 'must not be negative').default(10),
-    // The seed's own example lists `healthyState: [Unhealthy]` here: the state that triggers failover.
-    // Unhealthy is the only one that does, so it is accepted and means the default.
+    // `healthyState: [Unhealthy]` names the state that triggers failover. Unhealthy is the only one that
+    // does, so it is accepted and means the default.
     healthyState: z.array(z.literal('Unhealthy')).max(1).optional(),
   }).default({ tolerationSeconds: 10 }),
   preConditions: strictObject({
@@ -675,9 +676,9 @@ export const resourceSelectorSchema = strictObject({
 export type ResourceSelector = z.infer<typeof resourceSelectorSchema>;
 
 /**
- * What bindings inherit: the placement and the failover behaviour (seed 003: a binding's failover
- * "inherits directly from the associated PropagationPolicy"). Other Karmada fields are accepted where
- * harmless (propagateDeps, priority, schedulerName).
+ * What bindings inherit: the placement and the failover behaviour (a binding's failover comes from the policy
+ * that governs it, as in Karmada). Other Karmada fields are accepted where harmless (propagateDeps, priority,
+ * schedulerName).
  */
 export const propagationSpecSchema = strictObject({
   resourceSelectors: z.array(resourceSelectorSchema).min(1, 'must list at least one resource selector').max(100),

@@ -20,11 +20,12 @@ import { bindingEvent, stateNotPreservedEvent } from './state/events';
 import { bindingsNeeding, fleetClusters, recentPacerState } from './state/reads';
 
 /**
- * Application failover (seed 003) around the pure decisions: the workload status report folds into the
- * binding's aggregated status (first-collected time, settled, start of the Unhealthy stretch), and a
- * check at each deadline evicts the cluster from the binding with reason ApplicationFailure. It is not
- * paced by the cluster-failure rate (a seed-004 non-goal) but respects the Failover gate, the pause
- * switch, the eviction history and the pre-scheduling check.
+ * Application failover (docs/architecture.md, decision 10) around the pure decisions: the workload status
+ * report folds into the binding's aggregated status (first-collected time, settled, start of the Unhealthy
+ * stretch), and a check at each deadline evicts the cluster from the binding with reason ApplicationFailure.
+ * It is not paced by the cluster-failure rate (that rate guards against mass evictions when clusters fail;
+ * this moves one workload off a healthy cluster) but respects the Failover gate, the pause switch, the
+ * eviction history and the pre-scheduling check.
  */
 
 /** Seconds before a deadline at which its check message becomes visible (as for taint windows). */

@@ -71,7 +71,7 @@ export function appliedBinding(
   };
   next.labels = input.metadata.labels ?? {};
   next.annotations = input.metadata.annotations ?? {};
-  // activeEvictionHistory is the control plane's record (seed 003: populated by the system): kept.
+  // activeEvictionHistory is written by the control plane only (an applied value is ignored): the stored one is kept.
   next.spec = current?.spec.activeEvictionHistory?.length ? { ...governed.spec, activeEvictionHistory: current.spec.activeEvictionHistory } : governed.spec;
   if (governed.inheritedFrom) next.inheritedFrom = governed.inheritedFrom;
   else delete next.inheritedFrom;

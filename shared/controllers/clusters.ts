@@ -230,8 +230,8 @@ export async function reportClusterStatus(
 }
 
 /**
- * The cluster monitor (seed 001): Ready=Unknown for clusters silent beyond the grace period, or beyond the
- * startup grace period if they never reported. Returns the names it marked.
+ * The cluster monitor: Ready=Unknown for clusters silent beyond the grace period, or beyond the startup grace
+ * period if they never reported. Returns the names it marked.
  */
 export async function monitorClusterHeartbeats(plane: ControlPlane): Promise<string[]> {
   // Karmada mode: Karmada's cluster controller watches the leases and marks Ready Unknown itself.

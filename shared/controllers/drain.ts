@@ -10,11 +10,11 @@ import { clusterEvent } from './state/events';
 import { abandonEvictions } from './taintManager';
 
 /**
- * Drain and uncordon (seed 000: a separate drain command instead of implicit NoExecute taints). A drain
- * cordons the cluster (the `karmadactl cordon` taint, held by hand), then evacuates every binding placed
- * there through the ledger: rows of reason `Drain`, due now, paced at the global rate like any eviction,
- * with the pre-scheduling check and each binding's purge mode. They go whatever the Failover gate says and
- * wait while evictions are paused. Both calls are idempotent.
+ * Drain and uncordon: a command, not a NoExecute taint written by hand (docs/architecture.md, decision 13). A
+ * drain cordons the cluster (the `karmadactl cordon` taint, held by hand), then evacuates every binding
+ * placed there through the ledger: rows of reason `Drain`, due now, paced at the global rate like any
+ * eviction, with the pre-scheduling check and each binding's purge mode. They go whatever the Failover gate
+ * says and wait while evictions are paused. Both calls are idempotent.
  */
 
 export interface DrainOutcome {
@@ -121,7 +121,7 @@ export interface UncordonOutcome {
   abandoned: number;
   /**
    * The drain's rows already given a slot: their worker re-reads the cluster right before acting, finds no
-   * cordon and abandons them at their slot (design decision 8: a scheduled row is its worker's to settle).
+   * cordon and abandons them at their slot (docs/architecture.md, decision 8: a scheduled row is its worker's to settle).
    */
   abandonedAtSlot: number;
 }

@@ -62,7 +62,7 @@ export type WorkerOutcome =
 /**
  * Executes one paced eviction. Acts only if the row is still `scheduled` at the ETag the pacer left, the
  * gate is on, evictions are not paused or halted, the source cluster still carries a faulty taint (read
- * from storage just before acting: design decision 8), and the workload has somewhere to go.
+ * from storage just before acting: docs/architecture.md, decision 8), and the workload has somewhere to go.
  *
  * The effect comes first and the ledger commit second: the binding is written (with its ETag) carrying the
  * decision's mark, then the row moves to `done` with its ETag. A crash between the two leaves a `scheduled`
@@ -162,7 +162,7 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
     return 'postponed';
   }
   if (record.reason === FAILBACK_REASON) return settleFailback(plane, row, mode, binding, holdReason, switchesReadAt);
-  // Design decision 8: the source cluster's taint, read now from storage (no cache an abandon pass could race).
+  // The source cluster's taint, read now from storage (no cache an abandon pass could race: docs/architecture.md, decision 8).
   // An answer that took long may describe the cluster as it was before a recovery written meanwhile: it is
   // read again until one comes back promptly (or three tries), so the window stays about one read wide.
   const { cluster: source, prompt } = await promptRead(plane, record.cluster);

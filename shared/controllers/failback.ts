@@ -20,7 +20,7 @@ import { bindingEvent, evictionEvent } from './state/events';
 import { evictionView, FailbackItem, failbackItemView, FailbackState } from './views';
 
 /**
- * Failback (issue 19; the rule is shared/failover/failback.ts). What this module does with it:
+ * Failback (the rule is shared/failover/failback.ts). What this module does with it:
  *
  * - **Planning, ahead of time.** When a cluster's healthy run begins (its `healthySince` is written by the
  *   cluster write, which sends the taint manager a message), the bindings whose home it is get a `Failback`

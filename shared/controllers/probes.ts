@@ -17,10 +17,10 @@ export interface ProbeRound {
 }
 
 /**
- * One probe round (seed 001, push mode): GET /readyz on every cluster with an endpoint and credentials,
- * a bounded number at a time, then the Ready condition where a run of answers has held for the
- * threshold. A cluster whose answers did not change costs no write. Each probe's latency and outcome are
- * recorded, and every listed cluster's Ready state as the round leaves it (cluster_ready_state).
+ * One probe round: GET /readyz on every cluster with an endpoint and credentials, a bounded number at a time,
+ * then the Ready condition where a run of answers has held for the threshold. A cluster whose answers did not
+ * change costs no write. Each probe's latency and outcome are recorded, and every listed cluster's Ready
+ * state as the round leaves it (cluster_ready_state).
  */
 export async function probeClusters(plane: ControlPlane): Promise<ProbeRound> {
   const started = Date.now();

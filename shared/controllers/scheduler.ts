@@ -177,7 +177,7 @@ function scheduleInputOf(
   clusters: readonly SchedulableCluster[],
   now: Date,
 ): ScheduleInput & { keepHistory: BindingRecord['spec']['activeEvictionHistory'] } {
-  // Clusters this binding left for an application failure stay out until their block ends (seed 003).
+  // Clusters this binding left for an application failure stay out until their block ends (blockPredecessorSeconds).
   const history = activeBlocks(
     record.spec.activeEvictionHistory ?? [],
     record.spec.failover?.application?.blockPredecessorSeconds ?? DEFAULT_BLOCK_SECONDS,

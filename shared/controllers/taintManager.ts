@@ -20,8 +20,9 @@ const WAITING_STATES: readonly EvictionState[] = ['pending', 'blocked'];
 
 /**
  * The taint manager: for a cluster with NoExecute/PreferNoExecute taints, decides per binding placed there
- * whether and when it must leave (design decision 4) and records each decision as a ledger row. Decisions
- * are frozen: an active row is never re-decided. A cluster without such taints has its active rows abandoned.
+ * whether and when it must leave (docs/architecture.md, decision 4) and records each decision as a ledger
+ * row. Decisions are frozen: an active row is never re-decided. A cluster without such taints has its active
+ * rows abandoned.
  */
 
 export interface PlanOutcome {
@@ -118,10 +119,10 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
 }
 
 /**
- * Design decision 8: a recovered cluster's waiting rows (`pending`, `blocked`) are abandoned, ETag-checked.
- * `scheduled` rows are left to their worker, which reads the taint from storage right before it acts and
- * abandons the row itself (or the repair timer does, if the worker is gone): abandoning them here would
- * race a worker that has already read the taint. Counts only the rows this pass really moved.
+ * docs/architecture.md, decision 8: a recovered cluster's waiting rows (`pending`, `blocked`) are abandoned,
+ * ETag-checked. `scheduled` rows are left to their worker, which reads the taint from storage right before it
+ * acts and abandons the row itself (or the repair timer does, if the worker is gone): abandoning them here
+ * would race a worker that has already read the taint. Counts only the rows this pass really moved.
  */
 export async function abandonEvictions(
   plane: ControlPlane,

@@ -1,7 +1,7 @@
 import type { ApplicationFailover, EvictionHistoryEntry } from '../api/resources';
 
 /**
- * Application failover decisions (seed 003, design decision 10), pure and clock-driven.
+ * Application failover decisions (docs/architecture.md, decision 10), pure and clock-driven.
  *
  * Per (binding, cluster) the aggregated status item keeps when the workload's status was first collected
  * (`creationTimestamp`), whether it was ever Healthy there (`settled`) and when its current Unhealthy
@@ -125,7 +125,7 @@ export function blockedUntil(entry: EvictionHistoryEntry, blockPredecessorSecond
  * blockPredecessorSeconds (0 = for ever). Returns the clusters still blocked, the entries to keep, and
  * when the next one expires.
  */
-/** blockPredecessorSeconds when a binding has no application failover of its own (seed 003's default). */
+/** blockPredecessorSeconds when a binding has no application failover of its own (the field's default). */
 export const DEFAULT_BLOCK_SECONDS = 600;
 
 export function activeBlocks(

@@ -51,7 +51,7 @@ export interface EvictionRecord extends BindingRef {
   state: EvictionState;
   reason: string;
   purgeMode: Exclude<PurgeMode, 'Never'>;
-  /** failover.cluster.gracePeriodSeconds when the decision was made (seed 002), for the graceful-eviction task. */
+  /** failover.cluster.gracePeriodSeconds when the decision was made, for the graceful-eviction task. */
   gracePeriodSeconds?: number;
   why: string;
   taints: string;

@@ -9,7 +9,7 @@
  *
  * The state is one document per policy, changed with its ETag: every taint that would add to the count
  * first takes its place here, so concurrent evaluations of many clusters cannot all slip under the limit.
- * It is separate from the fleet-health rate (design decision 6), which paces evictions, not taints.
+ * It is separate from the fleet-health rate (docs/architecture.md, decision 6), which paces evictions, not taints.
  */
 
 export interface PolicyGuard {

@@ -1,8 +1,8 @@
 import type { Condition, ConditionStatus, MatchCondition } from './model';
 
 /**
- * ANDed match conditions (seed 000). An absent condition type matches neither In nor NotIn.
- * An empty list matches: the seed says "If empty, the TaintsToAdd will be added".
+ * ANDed match conditions. An absent condition type matches neither In nor NotIn. An empty list matches: a
+ * windowed policy without conditions taints every cluster it targets (Karmada's shape never acts on one).
  */
 export function matchesConditions(matchConditions: readonly MatchCondition[], conditions: readonly Condition[]): boolean {
   return matchConditions.every((match) => matchesCondition(match, conditions));
@@ -60,9 +60,9 @@ export interface HeartbeatInput {
 }
 
 /**
- * The cluster monitor's decision (seed 001): a cluster not heard from within the grace period (or the
- * startup grace period, if it never reported) gets Ready=Unknown. Returns the deadline either way so the
- * caller can tell how long is left.
+ * The cluster monitor's decision: a cluster not heard from within the grace period (or the startup grace
+ * period, if it never reported) gets Ready=Unknown. Returns the deadline either way so the caller can tell
+ * how long is left.
  */
 export function heartbeatVerdict(
   input: HeartbeatInput,

@@ -1,9 +1,10 @@
 import type { ClusterTaint } from './model';
 
 /**
- * Drain (seed 000: a separate drain command instead of implicit NoExecute taints). A drain cordons the
- * cluster with the taint `karmadactl cordon` writes, so Karmada's scheduler and ours place nothing new
- * there, and evacuates every binding through the ledger with rows of reason `Drain`. Pure rules only.
+ * Drain: taking a cluster out is a command, not a NoExecute taint written by hand (docs/architecture.md,
+ * decision 13). A drain cordons the cluster with the taint `karmadactl cordon` writes, so Karmada's
+ * scheduler and ours place nothing new there, and evacuates every binding through the ledger with rows of
+ * reason `Drain`. Pure rules only.
  */
 export const CORDON_TAINT = { key: 'cluster.karmada.io/unschedulable', effect: 'NoSchedule' } as const;
 

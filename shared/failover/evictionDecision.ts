@@ -2,7 +2,7 @@ import type { ClusterFailover, Toleration } from '../api/resources';
 import type { ClusterTaint } from './model';
 
 /**
- * The taint manager's decision for one binding on one faulty cluster (design decision 4), pure.
+ * The taint manager's decision for one binding on one faulty cluster (docs/architecture.md, decision 4), pure.
  * NoExecute: Kubernetes toleration semantics over `placement.clusterTolerations` — the first toleration
  * that tolerates a taint is the one used for it; no toleration = evict now; seconds ≤ 0 = now; no seconds =
  * never. The deadline is the earliest `timeAdded + seconds` over the taints.
@@ -81,7 +81,7 @@ export function decideEviction(
 }
 
 // ---------------------------------------------------------------------------------------------
-// The eviction rate's settings (design decision 6; fleet health itself: fleetHealth.ts)
+// The eviction rate's settings (docs/architecture.md, decision 6; fleet health itself: fleetHealth.ts)
 
 export interface RateSettings {
   resourceEvictionRate: number;

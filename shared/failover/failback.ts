@@ -7,13 +7,13 @@ import { rejectionReason } from './scheduler';
 import { matchesClusterAffinity } from './selectors';
 
 /**
- * Failback (issue 19), pure. A PropagationPolicy or ClusterPropagationPolicy annotated
- * `failover.io/failback-after-seconds: "<n>"` opts the bindings it governs in: when cluster failover took
- * one of them off a cluster (its home) and that cluster has since been Ready and free of
+ * Failback, pure. A PropagationPolicy or ClusterPropagationPolicy annotated
+ * `failover.io/failback-after-seconds: "<n>"` opts the bindings it governs in: when cluster failover took one
+ * of them off a cluster (its home) and that cluster has since been Ready and free of
  * NoExecute/PreferNoExecute taints for n seconds without a break, the binding goes back there, through the
  * ledger at the global rate (reason `Failback`), the copy on the home made first and the copy that replaced
- * it removed gracefully. The count is persisted on the cluster (`healthySince`), so a restart changes no
- * due time, and a flap (Ready not True, or a faulty taint, even for a moment) starts it again.
+ * it removed gracefully. The count is persisted on the cluster (`healthySince`), so a restart changes no due
+ * time, and a flap (Ready not True, or a faulty taint, even for a moment) starts it again.
  */
 
 /** The ledger reason, graceful-eviction task reason and producer of a failback. */

@@ -3,7 +3,7 @@ import { isFaultyTaint } from './evictionDecision';
 import type { ClusterTaint, Condition } from './model';
 
 /**
- * Fleet health and the eviction rate (design decision 6), pure.
+ * Fleet health and the eviction rate (docs/architecture.md, decision 6), pure.
  *
  * A cluster counts as unhealthy when its `Ready` condition is not `True` (False, Unknown or missing), as
  * Kubernetes' node lifecycle controller counts nodes, or when it holds a NoExecute/PreferNoExecute taint.

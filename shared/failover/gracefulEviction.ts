@@ -1,7 +1,7 @@
 import type { GracefulEvictionTask } from '../api/resources';
 
 /**
- * Graceful-eviction assessment (design decision 9, seed 000), pure: which tasks of a binding may go.
+ * Graceful-eviction assessment (docs/architecture.md, decision 9), pure: which tasks of a binding may go.
  * A task goes when its cluster is placed again, when its purge mode is Directly (the old copy goes at
  * once), when an enabled plugin passes, or when its own grace period (or the optional global timeout)
  * has passed. A task with suppressDeletion stays until a person clears it.
@@ -26,7 +26,8 @@ export interface Assessment {
 
 /**
  * ResourceHealth: scheduled for the current generation, at least one target, and every target Healthy.
- * An empty placement is never healthy (Karmada issue #7455: counting it as healthy deletes the workload).
+ * An empty placement is never healthy: counting it as healthy would drop the task and delete the only copy
+ * when no replacement fits (what Karmada does, karmada-io/karmada#7455).
  */
 export function resourceHealthPasses(binding: BindingHealthView): boolean {
   if (binding.schedulerObservedGeneration !== binding.generation) return false;

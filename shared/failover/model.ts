@@ -37,7 +37,7 @@ export interface ClusterTaint {
   leftBy?: string;
 }
 
-/** Persisted start of a policy's current match or mismatch on one cluster (design decision 2). */
+/** Persisted start of a policy's current match or mismatch on one cluster (docs/architecture.md, decision 2). */
 export interface PolicyWindow {
   matched: boolean;
   since: string;
@@ -57,7 +57,7 @@ export interface ClusterFacts {
   policyWindows: Record<string, PolicyWindow>;
 }
 
-/** A ClusterTaintPolicy of the seed 000 shape: per-taint time windows. */
+/** A ClusterTaintPolicy of the windowed shape (`'seed'` in code): per-taint time windows. */
 export interface TaintPolicy {
   shape?: 'seed';
   name: string;

@@ -18,11 +18,11 @@ export const candidateCluster = (c: AffinityTarget & { taints: readonly Candidat
 });
 
 /**
- * Design decision 1: a new placement never lands on a cluster with an untolerated NoSchedule or NoExecute
- * taint, nor on one with any PreferNoExecute taint, nor on one with a NoExecute taint the binding tolerates
- * only for a time (its toleration has tolerationSeconds: the taint manager would evict it again, so a
- * binding just evicted from such a cluster would be placed straight back on it). As for eviction, the first
- * toleration that tolerates a taint is the one used. Returns why not, or undefined when it may.
+ * docs/architecture.md, decision 1: a new placement never lands on a cluster with an untolerated NoSchedule
+ * or NoExecute taint, nor on one with any PreferNoExecute taint, nor on one with a NoExecute taint the
+ * binding tolerates only for a time (its toleration has tolerationSeconds: the taint manager would evict it
+ * again, so a binding just evicted from such a cluster would be placed straight back on it). As for eviction,
+ * the first toleration that tolerates a taint is the one used. Returns why not, or undefined when it may.
  * PreferNoSchedule taints are not a reason here: see softTaintReason.
  */
 export function unschedulableReason(cluster: CandidateCluster, tolerations: readonly Toleration[]): string | undefined {
@@ -68,12 +68,11 @@ export interface PreCheckInput {
 export type PreCheckResult = { ok: true; candidates: string[] } | { ok: false; reason: string };
 
 /**
- * Seed 000, "Improvement of the scheduling success rate": evict only when the workload has somewhere to go.
+ * Evict only when the workload has somewhere to go (docs/architecture.md, decision 5).
  * Duplicated: the clusters other than the faulty one that match the affinity and would take the workload
  * must number at least the spread constraint's minGroups (1 without one). Divided: at least one such
- * cluster, inside the current placement or outside it. (Seed 000 asks for one outside the placement, but
- * seed 001's own Divided example moves the replicas of a failed cluster onto the one still placed; we
- * follow seed 001, so a Divided workload is never blocked while a cluster it runs on can take its replicas.)
+ * cluster, inside the current placement or outside it: a failed cluster's replicas may move onto a cluster
+ * still placed, so a Divided workload is never blocked while a cluster it runs on can take its replicas.
  * A cluster with an untolerated PreferNoSchedule taint counts: the scheduler uses it when nothing else fits.
  */
 export function preScheduleCheck(input: PreCheckInput): PreCheckResult {

@@ -1,9 +1,9 @@
 import type { Condition } from './model';
 
 /**
- * Pull-mode health (seed 001; Karmada's cluster-status controller): a member's /readyz is probed every
- * period, and the Ready condition flips only after the new answer has held for the threshold, so one
- * lost probe does not taint a cluster and one good probe does not clear it.
+ * Probed health, as Karmada's cluster-status controller probes Push-mode clusters: a member's /readyz is
+ * probed every period, and the Ready condition flips only after the new answer has held for the threshold,
+ * so one lost probe does not taint a cluster and one good probe does not clear it.
  */
 
 export type ProbeOutcome = 'ok' | 'notOk' | 'unreachable';

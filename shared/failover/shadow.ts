@@ -56,9 +56,9 @@ export interface WouldEvict {
 
 /**
  * What the taint manager would decide for `taint`, added at `at`, over the bindings placed on the cluster:
- * the same decision (design decision 4) it makes when the taint is really there. A binding whose eviction
- * from this cluster is already decided (an active ledger row) is not decided again, as in the taint manager.
- * Taints without NoExecute or PreferNoExecute effect evict nothing.
+ * the same decision (docs/architecture.md, decision 4) it makes when the taint is really there. A binding
+ * whose eviction from this cluster is already decided (an active ledger row) is not decided again, as in the
+ * taint manager. Taints without NoExecute or PreferNoExecute effect evict nothing.
  */
 export function wouldEvict(
   taint: WouldTaint['taint'],

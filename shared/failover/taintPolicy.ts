@@ -18,10 +18,11 @@ import { matchesClusterAffinity } from './selectors';
 import type { ShadowWindow, WouldTaint } from './shadow';
 
 /**
- * "Taint cluster by conditions" for both shapes of ClusterTaintPolicy, with ownership (design decision 3).
+ * "Taint cluster by conditions" for both shapes of ClusterTaintPolicy, with ownership (docs/architecture.md,
+ * decision 3).
  *
- * - Seed 000 shape: time windows (design decision 2). A matching policy holds the taints it lists; it lets
- *   go once its remove window has passed, when it no longer lists a taint, or when it is deleted.
+ * - Windowed shape (`'seed'` in code): time windows (decision 2). A matching policy holds the taints it
+ *   lists; it lets go once its remove window has passed, when it no longer lists a taint, or when it is deleted.
  * - Karmada's shape (v1.14+): no windows. In creationTimestamp order (then name), each policy that targets
  *   the cluster takes hold of its taints when all its addOnConditions match, then, when all its
  *   removeOnConditions match, drops every Karmada-shape hold on those taints (upstream removes them

@@ -84,7 +84,7 @@ export interface EventQuery {
   limit: number;
 }
 
-/** Append-only record of decisions (design decision 11): who, what, why, when. */
+/** Append-only record of decisions (docs/architecture.md, decision 11): who, what, why, when. */
 export interface EventLog {
   append(events: EventRecord[]): Promise<void>;
   /** Matching events, oldest first, at most `limit` (the newest ones when there are more). */

@@ -3,8 +3,9 @@ import type { BindingKind } from '../failover/bindingModel';
 import type { ProbeOutcome } from '../failover/probe';
 
 /**
- * The eviction metrics of seed 004, as OpenTelemetry instruments. Labels stay low-cardinality: queue name,
- * result, cluster and resource kind. Gauges read the latest snapshot the pacer computed.
+ * The eviction metrics (docs/reference/observability.md), as OpenTelemetry instruments. Labels stay
+ * low-cardinality: queue name, result, cluster and resource kind. Gauges read the latest snapshot the pacer
+ * computed.
  */
 
 export const queueNameOf = (kind: BindingKind) => (kind === 'ResourceBinding' ? 'resource-binding' : 'cluster-resource-binding');
@@ -29,7 +30,7 @@ export class FailoverMetrics {
   private readonly latency: Histogram;
   private ledger: LedgerSnapshot = { depth: {}, byKind: [] };
   private fleet?: FleetSnapshot;
-  /** Standalone probes of the member clusters (seed 001 pull mode). */
+  /** Probes of the member clusters (standalone mode). */
   readonly probes: ProbeMetrics;
   /** ClusterTaintPolicies: shadow mode's findings and the blast-radius guard. */
   readonly policies: PolicyMetrics;
@@ -88,10 +89,11 @@ export class FailoverMetrics {
 export const PROBE_LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /**
- * Per member cluster, the probes of standalone mode, named as Karmada's cluster metrics (`cluster_ready_state`)
- * and seed 004's (`_total` counters with a result label, `_latency_seconds` histograms), labelled `cluster_name`
- * as `evict_kind_total` is: `cluster_probe_latency_seconds{cluster_name}` (histogram, every probe, timeouts
- * included), `cluster_probe_total{cluster_name,outcome}` (counter; outcome `ok`, `notOk` or `unreachable`) and
+ * Per member cluster, the probes of standalone mode, named as Karmada's cluster metrics
+ * (`cluster_ready_state`) and as the eviction metrics are (`_total` counters with a result label,
+ * `_latency_seconds` histograms), labelled `cluster_name` as `evict_kind_total` is:
+ * `cluster_probe_latency_seconds{cluster_name}` (histogram, every probe, timeouts included),
+ * `cluster_probe_total{cluster_name,outcome}` (counter; outcome `ok`, `notOk` or `unreachable`) and
  * `cluster_ready_state{cluster_name}` (gauge: 1 when Ready is True, 0 when False or Unknown), as the latest
  * probe round left each cluster.
  */

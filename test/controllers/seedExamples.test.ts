@@ -24,10 +24,9 @@ import {
 } from '../helpers/seedYaml';
 
 /**
- * Every YAML example of the Karmada proposals this project implements (shared/seeds), as a user would
- * apply it: each applies as written, or, where the proposal itself has a typo or shows a shape that was
- * not adopted, is refused with a 400 that names the field and the reason. Seed 001's examples lost their
- * indentation in the copy we have; they are given here indented as the YAML they describe.
+ * Every YAML example of test/helpers/seedYaml.ts, as a user would apply it: each applies as written, or,
+ * where the example has a typo or shows a shape that was not adopted, is refused with a 400 that names the
+ * field and the reason.
  */
 
 async function applyYaml(m: MemoryPlane, yaml: string) {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyObjects, cluster, ledger, sleep } from '../helpers/fleet';
 import { api, HostProcess, startHostProcess, waitFor } from '../helpers/hostProcess';
 
-/** The seed's stories, end to end: failure → eviction → new placement → old copy cleared. */
+/** Failover stories, end to end: failure → eviction → new placement → old copy cleared. */
 const unplaced = (name: string, spec: Record<string, unknown>) => ({
   apiVersion: 'work.karmada.io/v1alpha2',
   kind: 'ResourceBinding',
@@ -113,7 +113,7 @@ describe('failover loop', () => {
     await waitFor(async () => (placedOn(await get(host.url, 'late')).join() === `${other}:1` ? true : undefined), 10_000, 100);
     await recover(host.url, first);
     await sleep(1500);
-    // Seed 000's table: scheduling succeeded, the new copy is not running yet: wait until the migration is done.
+    // Scheduled, but the new copy is not healthy yet: the old copy stays until it is.
     const waiting = await get(host.url, 'late');
     expect(placedOn(waiting)).toEqual([`${other}:1`]);
     expect(waiting.spec.gracefulEvictionTasks).toEqual([expect.objectContaining({ fromCluster: first })]);

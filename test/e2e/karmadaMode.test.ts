@@ -10,11 +10,11 @@ import { SEED_000_CTP } from '../helpers/seedYaml';
 
 /**
  * Karmada mode end to end: the app runs as `npm start` runs it, with KARMADA_KUBECONFIG pointing at a
- * Kubernetes API test server that holds seed 000's ClusterTaintPolicy and bindings as Karmada's detector
- * would make them from seed 001, and authorizes the app with exactly infra/karmada-rbac.yaml. Member
- * clusters are TLS endpoints with their own CA. member1's /readyz starts failing → Ready=False after the
- * threshold → the taint after its window → evictions paced at the configured rate, written to the bindings
- * in Karmada → recovery abandons the rest.
+ * Kubernetes API test server that holds the example ClusterTaintPolicy (SEED_000_CTP) and bindings as
+ * Karmada's detector would make them from an nginx Deployment and its policy, and authorizes the app with
+ * exactly infra/karmada-rbac.yaml. Member clusters are TLS endpoints with their own CA. member1's /readyz
+ * starts failing → Ready=False after the threshold → the taint after its window → evictions paced at the
+ * configured rate, written to the bindings in Karmada → recovery abandons the rest.
  */
 
 const run = promisify(execFile);
@@ -29,7 +29,7 @@ let members: MemberEndpointServer[];
 let dir: string;
 let adminKubeconfig: string;
 
-/** A ResourceBinding as Karmada's detector and scheduler leave it for seed 001's Deployment and policy. */
+/** A ResourceBinding as Karmada's detector and scheduler leave it for an nginx Deployment and its policy. */
 const bindingObject = (i: number) => ({
   apiVersion: 'work.karmada.io/v1alpha2',
   kind: 'ResourceBinding',
@@ -44,7 +44,7 @@ const bindingObject = (i: number) => ({
   status: { schedulerObservedGeneration: 1 },
 });
 
-/** Seed 000's policy, with windows short enough for a test. */
+/** The example policy (not-ready taint while Ready is False or Unknown), with windows short enough for a test. */
 const taintPolicy = () => {
   const policy = parse(SEED_000_CTP) as { spec: { taintsToAdd: Array<Record<string, unknown>> } };
   policy.spec.taintsToAdd[0].addOnMatchSeconds = 2;

@@ -118,7 +118,7 @@ it('exports one trace per failure, from the health webhook to the last moved wor
   for (const metric of ['eviction_processing_total', 'eviction_processing_latency_seconds', 'cluster_fault_num', 'cluster_failure_rate', 'eviction_rate'])
     expect(receiver.metricNames.has(metric), metric).toBe(true);
 
-  // Printed for the issue's note: the span and metric names as exported.
+  // Printed for reference: the span and metric names as exported.
   const summary = [...new Map(story.map((s: ReceivedSpan) => [s.name, Object.keys(s.attributes).sort().join(',')])).entries()];
   console.log(JSON.stringify({ traceId: webhook!.traceId, spans: story.length, names: summary, metrics: [...receiver.metricNames].sort() }));
 }, 60_000);

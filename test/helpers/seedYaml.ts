@@ -1,7 +1,8 @@
 /**
- * The YAML examples of the Karmada proposals this project implements (shared/seeds), as a user would
- * apply them. Seed 001's lost their indentation in the copy we have; they are given indented as the YAML
- * they describe. Typos of the proposals are kept: the tests expect them refused with the field named.
+ * YAML examples of Karmada's failover designs, as a user would apply them. SEED_<n>_ groups them by
+ * feature: 000 taint policies and the cluster failover of a PropagationPolicy, 001 tolerations and the
+ * Duplicated and Divided failovers, 002 purge mode Graciously, 003 application failover. Their typos are
+ * kept: the tests expect them refused with the field named.
  */
 export const SEED_000_CTP = `apiVersion: "policy.karmada.io/v1alpha1"
 kind: "ClusterTaintPolicy"

@@ -200,7 +200,7 @@ describe('a cluster the binding just left is not chosen straight back', () => {
   });
   const for6s = [{ key: 'cluster.karmada.io/not-ready', operator: 'Exists' as const, effect: 'NoExecute' as const, tolerationSeconds: 6 }];
   const forever = [{ key: 'cluster.karmada.io/not-ready', operator: 'Exists' as const, effect: 'NoExecute' as const }];
-  // The binding: Duplicated, affinity [c01, c12], one cluster.
+  // A binding that must not go back to the cluster it was just evicted from: Duplicated, affinity [c01, c12], one cluster.
   const placement = (tolerations: typeof for6s | typeof forever | [] = for6s) => ({
     clusterAffinity: { clusterNames: ['c01', 'c12'] },
     clusterTolerations: tolerations,

@@ -5,8 +5,8 @@ import type { TaintChange } from '../../failover/taintPolicy';
 import type { EventRecord } from '../../store/ports';
 
 /**
- * Every event the control plane records (design decision 11: who, what, why, when), built here and only
- * here: one builder per subject, reasons as one union so a typo is a compile error.
+ * Every event the control plane records (docs/architecture.md, decision 11: who, what, why, when), built here
+ * and only here: one builder per subject, reasons as one union so a typo is a compile error.
  */
 export type EventReason =
   // objects

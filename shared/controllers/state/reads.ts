@@ -357,9 +357,9 @@ const sameNames = (a: readonly string[], b: readonly string[]): boolean =>
   a.length === b.length && JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());
 
 /**
- * Fleet health (design decision 6) from the maintained counts, with the names of the unhealthy clusters and
- * of those holding a faulty taint; updates the gauges. The one assessment the pacer, the API, what-if,
- * metrics, console and CLI show.
+ * Fleet health (docs/architecture.md, decision 6) from the maintained counts, with the names of the unhealthy
+ * clusters and of those holding a faulty taint; updates the gauges. The one assessment the pacer, the API,
+ * what-if, metrics, console and CLI show.
  */
 export async function currentFleetHealth(
   plane: ControlPlane,

@@ -16,7 +16,7 @@ export const ANNOTATIONS = {
   evictionMarks: 'failover.io/eviction-marks',
   /** Binding: what application failover keeps per cluster (first unhealthy, settled) and the queued check. */
   workloadState: 'failover.io/workload-state',
-  /** Binding: clusters application failover evicted, with when (seed 002's activeEvictionHistory). */
+  /** Binding: clusters application failover evicted, with when (the binding's activeEvictionHistory). */
   evictionHistory: 'failover.io/eviction-history',
   /** Binding: the trace of the last eviction. */
   traceparent: 'failover.io/traceparent',

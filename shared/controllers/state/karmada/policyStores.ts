@@ -213,8 +213,9 @@ export function karmadaTaintPolicyStore(api: KubeApi, log: Logger): DocumentStor
 type PropagationPolicyParsed = { spec: PropagationSpec };
 
 /**
- * Karmada's webhook rules on a (Cluster)PropagationPolicy that our standalone apply does not have (the
- * seeds' examples apply there as written), with Karmada's messages; and the cluster-failover annotations.
+ * Karmada's webhook rules on a (Cluster)PropagationPolicy that our standalone apply does not have (there a
+ * policy applies without them, e.g. application failover without propagateDeps), with Karmada's messages;
+ * and the cluster-failover annotations.
  */
 const karmadaPropagationRules: KarmadaRule<PropagationPolicyParsed> = (policy, object) => {
   const issues: Array<{ path: PropertyKey[]; message: string }> = [];
