@@ -31,7 +31,6 @@ export class ManagedInKarmadaError extends ApiError {
 
 export const badRequest = (errors: FieldError[], message = 'invalid request') => new ApiError(400, message, errors);
 export const notFound = (message: string) => new ApiError(404, message);
-export const conflict = (message: string, errors: FieldError[] = []) => new ApiError(409, message, errors);
 
 export function formatPath(path: ReadonlyArray<PropertyKey>): string {
   let out = '';

@@ -104,7 +104,6 @@ export const taintSchema = strictObject({
   effect: z.enum(TAINT_EFFECTS),
   timeAdded: timestamp.optional(),
 });
-export type TaintInput = z.infer<typeof taintSchema>;
 
 const requirementOperators = ['In', 'NotIn', 'Exists', 'DoesNotExist'] as const;
 const labelSelectorRequirement = strictObject({
@@ -120,7 +119,6 @@ const labelSelectorRequirement = strictObject({
     ctx.addIssue({ code: 'custom', path: ['values'], message: `must be empty when operator is ${req.operator}` });
   }
 });
-export type LabelSelectorRequirement = z.infer<typeof labelSelectorRequirement>;
 
 export const labelSelectorSchema = strictObject({
   matchLabels: labels.optional(),
@@ -442,7 +440,6 @@ export const spreadConstraintSchema = strictObject({
     ctx.addIssue({ code: 'custom', path: ['minGroups'], message: 'must not be greater than maxGroups' });
   }
 });
-export type SpreadConstraint = z.infer<typeof spreadConstraintSchema>;
 
 export const replicaSchedulingSchema = strictObject({
   replicaSchedulingType: z.enum(['Duplicated', 'Divided']).default('Duplicated'),
@@ -455,7 +452,6 @@ export const replicaSchedulingSchema = strictObject({
     dynamicWeight: z.enum(['AvailableReplicas']).optional(),
   }).optional(),
 });
-export type ReplicaScheduling = z.infer<typeof replicaSchedulingSchema>;
 
 export const placementSchema = strictObject({
   clusterAffinity: clusterAffinitySchema.optional(),
@@ -561,7 +557,6 @@ export const failoverSchema = strictObject({
   cluster: clusterFailoverSchema.optional(),
   application: applicationFailoverSchema.optional(),
 });
-export type FailoverBehavior = z.infer<typeof failoverSchema>;
 
 const taskReason = z
   .string()

@@ -251,12 +251,6 @@ async function deriveStored(
   return 'claimed';
 }
 
-export async function deriveTemplate(plane: ControlPlane, key: string, policies?: PropagationCandidate[]): Promise<'claimed' | 'unclaimed' | 'absent'> {
-  const candidates = policies ?? (await loadPropagationPolicies(plane));
-  const entry = await plane.templates.get(key);
-  return entry ? deriveStored(plane, entry, key, candidates) : 'absent';
-}
-
 /**
  * After a policy is applied, changed or deleted: every template is derived again under the new policies.
  * Answers how many templates each policy (by policyKey) now claims.

@@ -43,10 +43,6 @@ export interface BudgetSubject {
 export const budgetSelects = (budget: Pick<BudgetRule, 'namespace' | 'selector'>, subject: BudgetSubject): boolean =>
   subject.kind === 'ResourceBinding' && (subject.namespace ?? 'default') === budget.namespace && matchesLabelSelector(budget.selector, subject.labels);
 
-/** The budgets that select this binding. */
-export const budgetsSelecting = <B extends Pick<BudgetRule, 'namespace' | 'selector'>>(budgets: readonly B[], subject: BudgetSubject): B[] =>
-  budgets.filter((budget) => budgetSelects(budget, subject));
-
 /** A budget's standing: its resolved limit and the bindings (keys) in flight now. */
 export interface BudgetLoad {
   key: string;

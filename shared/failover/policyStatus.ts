@@ -14,7 +14,6 @@ import type { Condition } from './model';
  */
 
 export const POLICY_CONDITIONS = ['BlastRadiusExceeded', 'EvictionInProgress'] as const;
-export type PolicyConditionType = (typeof POLICY_CONDITIONS)[number];
 
 /** What the controllers keep per policy (one document, changed with its ETag): the guard and the conditions. */
 export interface PolicyState extends PolicyGuard {

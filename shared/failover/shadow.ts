@@ -14,7 +14,6 @@ import type { ClusterTaint, PolicyWindow } from './model';
 export { POLICY_MODE_ANNOTATION, POLICY_MODES };
 export type PolicyMode = (typeof POLICY_MODES)[number];
 
-export const isPolicyMode = (value: string): value is PolicyMode => (POLICY_MODES as readonly string[]).includes(value);
 
 /**
  * The mode a policy's annotations give: `enforce` without the annotation. Our API refuses any other value;
