@@ -244,12 +244,12 @@ function checkTaintPolicyShape(spec: Record<string, unknown>, ctx: z.RefinementC
   if (seed.length > 0 && karmada.length > 0) {
     const karmadaMinority = karmada.length <= seed.length;
     const [fields, others] = karmadaMinority ? [karmada, seed] : [seed, karmada];
-    const [shape, otherShape] = karmadaMinority ? ['Karmada-shape', 'seed-shape'] : ['seed-shape', 'Karmada-shape'];
+    const [shape, otherShape] = karmadaMinority ? ['Karmada-shape', 'windowed-shape'] : ['windowed-shape', 'Karmada-shape'];
     const named = others.map((f) => `"${f}"`).join(', ');
     for (const field of fields) {
       const counterpart = COUNTERPART[field];
       const hint =
-        counterpart && !others.includes(counterpart as never) ? ` (the ${karmadaMinority ? 'seed' : 'Karmada'} shape spells it "${counterpart}")` : '';
+        counterpart && !others.includes(counterpart as never) ? ` (the ${karmadaMinority ? 'windowed' : 'Karmada'} shape spells it "${counterpart}")` : '';
       ctx.addIssue({
         code: 'custom',
         path: [field],

@@ -32,7 +32,7 @@ export const RECENT_ACTIONS = 20;
 const shapeText = (shape: TaintPolicyShape) =>
   shape === 'karmada'
     ? 'Karmada shape: adds at once when all addOnConditions match, removes when all removeOnConditions match; its taints stay when it is deleted'
-    : 'seed shape: adds after addOnMatchSeconds of match, removes after removeOnMismatchSeconds of mismatch; its taints are released when it is deleted';
+    : 'windowed shape: adds after addOnMatchSeconds of match, removes after removeOnMismatchSeconds of mismatch; its taints are released when it is deleted';
 
 /** Apply a ClusterTaintPolicy (either shape), then queue a re-evaluation of every cluster when it changed. */
 export async function applyTaintPolicy(plane: ControlPlane, input: ClusterTaintPolicyInput): Promise<ApplyAction> {
@@ -71,7 +71,7 @@ export async function deleteTaintPolicy(plane: ControlPlane, name: string): Prom
     const karmada = existing !== undefined && taintPolicyShape(existing.value.spec) === 'karmada';
     const message = karmada
       ? 'policy deleted; its taints stay on the clusters (Karmada shape)'
-      : 'policy deleted; taints only it held are released (seed shape)';
+      : 'policy deleted; taints only it held are released (windowed shape)';
     await plane.events.append([policyEvent('ClusterTaintPolicy', name, plane.clock.now(), 'Deleted', message)]);
     // Its guard and conditions go with it (the status round would drop them within seconds anyway).
     await plane.policyStates.delete(name);

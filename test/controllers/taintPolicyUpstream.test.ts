@@ -7,7 +7,7 @@ import { deleteTaintPolicy, getTaintPolicy, listTaintPolicies } from '../../shar
 import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 
 /**
- * ClusterTaintPolicies of Karmada's shape beside seed-shape ones, through the controllers on the in-memory
+ * ClusterTaintPolicies of Karmada's shape beside windowed-shape ones, through the controllers on the in-memory
  * ports: apply, reports, evaluations queued by policy changes, events and the API views.
  */
 
@@ -37,7 +37,7 @@ spec:
     effect: NoExecute
 ${extra}`;
 
-/** The seed shape: the same taint after `seconds` of `type` in `statuses`. */
+/** The windowed shape: the same taint after `seconds` of `type` in `statuses`. */
 const seedPolicy = (name: string, clusters: string[], type: string, statuses: string[], seconds: number) => `apiVersion: policy.karmada.io/v1alpha1
 kind: ClusterTaintPolicy
 metadata:
@@ -141,7 +141,7 @@ describe('a Karmada-shape ClusterTaintPolicy on the controllers', () => {
 });
 
 describe('deleting a policy', () => {
-  it("keeps a Karmada-shape policy's taints (a person removes them by applying the Cluster without them); releases a seed-shape policy's", async () => {
+  it("keeps a Karmada-shape policy's taints (a person removes them by applying the Cluster without them); releases a windowed-shape policy's", async () => {
     const m = memoryPlane();
     await apply(m, `${cluster('k1')}---\n${cluster('s1')}---\n${karmadaPolicy('k', ['k1'])}---\n${seedPolicy('s', ['s1'], 'Ready', ['False'], 1)}`);
     await drain(m);
@@ -161,7 +161,7 @@ describe('deleting a policy', () => {
     const deleted = (await m.events.list({ kind: 'ClusterTaintPolicy', limit: 100 })).filter((e) => e.reason === 'Deleted').map((e) => [e.name, e.message]);
     expect(deleted).toEqual([
       ['k', 'policy deleted; its taints stay on the clusters (Karmada shape)'],
-      ['s', 'policy deleted; taints only it held are released (seed shape)'],
+      ['s', 'policy deleted; taints only it held are released (windowed shape)'],
     ]);
 
     // Recovery does not remove the left taint: nothing that applies holds it, and nothing removes it...
@@ -202,7 +202,7 @@ describe('deleting a policy', () => {
 });
 
 describe('both shapes and people on one taint', () => {
-  it('a Karmada-shape removal does not override a seed-shape policy that still holds the taint; the taint goes when that one lets go', async () => {
+  it('a Karmada-shape removal does not override a windowed-shape policy that still holds the taint; the taint goes when that one lets go', async () => {
     const m = memoryPlane();
     await apply(m, `${cluster('m1')}---\n${karmadaPolicy('k', ['m1'])}---\n${seedPolicy('s', ['m1'], 'Disk', ['False'], 2)}`);
     await drain(m);
@@ -222,7 +222,7 @@ describe('both shapes and people on one taint', () => {
     expect(await holders(m, 'm1')).toEqual([]);
     expect((await taintEvents(m, 'Cluster', 'm1')).map((e) => e.message)).toEqual([
       'added taint cluster.karmada.io/not-ready:NoExecute by ClusterTaintPolicy k (Karmada shape: addOnConditions matched; conditions: Ready=False)',
-      "removed taint cluster.karmada.io/not-ready:NoExecute by ClusterTaintPolicy s (seed shape: the policy's conditions did not match for 2s; conditions: Disk=True)",
+      "removed taint cluster.karmada.io/not-ready:NoExecute by ClusterTaintPolicy s (windowed shape: the policy's conditions did not match for 2s; conditions: Disk=True)",
     ]);
     expect((await getTaintPolicy(m.plane, 's'))?.status.recentActions.map((a) => [a.action, a.shape, a.rule])).toEqual([
       ['removed', 'seed', 'removeOnMismatchSeconds'],
@@ -241,7 +241,7 @@ describe('both shapes and people on one taint', () => {
     expect(await taintEvents(m, 'Cluster', 'm1')).toEqual([]);
   });
 
-  it('a policy that changes shape: its seed-shape hold is released, then the Karmada rules decide', async () => {
+  it('a policy that changes shape: its windowed-shape hold is released, then the Karmada rules decide', async () => {
     const m = memoryPlane();
     await apply(m, `${cluster('m1')}---\n${seedPolicy('p', ['m1'], 'Ready', ['False'], 1)}`);
     await drain(m);
@@ -251,7 +251,7 @@ describe('both shapes and people on one taint', () => {
     expect((await holders(m, 'm1')).map((h) => h.policies)).toEqual([['p']]);
     await apply(m, karmadaPolicy('p', ['m1']));
     await drain(m);
-    // Released as a seed-shape hold and held again as a Karmada-shape one, in one write: the taint stays.
+    // Released as a windowed-shape hold and held again as a Karmada-shape one, in one write: the taint stays.
     expect((await holders(m, 'm1')).map((h) => h.policies)).toEqual([['p']]);
     expect((await m.clusters.get('m1'))?.value.taints[0].karmadaOwners).toEqual(['p']);
     expect((await taintEvents(m, 'Cluster', 'm1')).map((e) => e.reason)).toEqual(['TaintAdded']);

@@ -39,7 +39,7 @@ const cases: Case[] = [
     errors: [
       {
         path: 'spec.taintsToAdd',
-        message: 'seed-shape field "taintsToAdd" cannot be mixed with Karmada-shape fields "targetClusters", "addOnConditions", "taints"',
+        message: 'windowed-shape field "taintsToAdd" cannot be mixed with Karmada-shape fields "targetClusters", "addOnConditions", "taints"',
       },
     ],
   },
@@ -49,19 +49,21 @@ const cases: Case[] = [
     errors: [
       {
         path: 'spec.addOnConditions',
-        message: 'Karmada-shape field "addOnConditions" cannot be mixed with seed-shape fields "targetCluster", "matchConditions", "taintsToAdd"',
+        message: 'Karmada-shape field "addOnConditions" cannot be mixed with windowed-shape fields "targetCluster", "matchConditions", "taintsToAdd"',
       },
     ],
   },
   {
     name: 'targetCluster with targetClusters',
     body: json(policy({ targetCluster: {}, targetClusters: {}, taints })),
-    errors: [{ path: 'spec.targetCluster', message: 'seed-shape field "targetCluster" cannot be mixed with Karmada-shape fields "targetClusters", "taints"' }],
+    errors: [
+      { path: 'spec.targetCluster', message: 'windowed-shape field "targetCluster" cannot be mixed with Karmada-shape fields "targetClusters", "taints"' },
+    ],
   },
   {
     name: 'taints with taintsToAdd only (a tie is reported on the Karmada field)',
     body: json(policy({ taints, taintsToAdd: [{ key: 'k', effect: 'NoExecute' }] })),
-    errors: [{ path: 'spec.taints', message: 'Karmada-shape field "taints" cannot be mixed with seed-shape field "taintsToAdd"' }],
+    errors: [{ path: 'spec.taints', message: 'Karmada-shape field "taints" cannot be mixed with windowed-shape field "taintsToAdd"' }],
   },
   {
     name: "the seed spelling targetCluster in a Karmada-shape policy, with Karmada's",
@@ -69,9 +71,9 @@ const cases: Case[] = [
     errors: [{ path: 'spec.targetCluster', message: 'the Karmada shape spells it "targetClusters"' }],
   },
   {
-    name: 'removeOnConditions in a seed-shape policy',
+    name: 'removeOnConditions in a windowed-shape policy',
     body: json(policy({ ...goodSeed, removeOnConditions: readyFalse })),
-    errors: [{ path: 'spec.removeOnConditions', message: 'Karmada-shape field "removeOnConditions" cannot be mixed with seed-shape fields' }],
+    errors: [{ path: 'spec.removeOnConditions', message: 'Karmada-shape field "removeOnConditions" cannot be mixed with windowed-shape fields' }],
   },
   {
     name: 'a duplicate key+effect in taints (value ignored)',
@@ -165,13 +167,13 @@ const cases: Case[] = [
     body: json(policy({ taintsToAdd: [{ key: 'a', effect: 'NoExecute' }], taints: [{ key: 'a', effect: 'Evict' }] })),
     errors: [
       { path: 'spec.taints[0].effect', message: 'must be one of' },
-      { path: 'spec.taints', message: 'cannot be mixed with seed-shape field "taintsToAdd"' },
+      { path: 'spec.taints', message: 'cannot be mixed with windowed-shape field "taintsToAdd"' },
     ],
   },
   {
     name: 'a mixed re-apply of an existing Karmada-shape policy',
     body: json(policy({ ...goodKarmada, matchConditions: readyFalse }, 'seed-karmada')),
-    errors: [{ path: 'spec.matchConditions', message: 'seed-shape field "matchConditions" cannot be mixed with Karmada-shape fields' }],
+    errors: [{ path: 'spec.matchConditions', message: 'windowed-shape field "matchConditions" cannot be mixed with Karmada-shape fields' }],
   },
   {
     name: 'a good Karmada-shape policy with a bad one (nothing applied)',
@@ -179,7 +181,7 @@ const cases: Case[] = [
     errors: [{ path: 'spec.taints[0].effect', message: 'must be one of', document: 1 }],
   },
   {
-    name: 'YAML: a Karmada-shape policy with a seed-shape window (YAML as written upstream plus one seed field)',
+    name: 'YAML: a Karmada-shape policy with a windowed-shape window (YAML as written upstream plus one seed field)',
     contentType: 'application/yaml',
     body: `apiVersion: policy.karmada.io/v1alpha1
 kind: ClusterTaintPolicy
@@ -207,7 +209,8 @@ spec:
     errors: [
       {
         path: 'spec.taintsToAdd',
-        message: 'seed-shape field "taintsToAdd" cannot be mixed with Karmada-shape fields "targetClusters", "addOnConditions", "removeOnConditions", "taints"',
+        message:
+          'windowed-shape field "taintsToAdd" cannot be mixed with Karmada-shape fields "targetClusters", "addOnConditions", "removeOnConditions", "taints"',
       },
     ],
   },

@@ -55,7 +55,7 @@ beforeAll(async () => {
   for (const file of ['clustertaintpolicy-crd.yaml', 'taintpolicystatus-crd.yaml'])
     for (const resource of crdResources(readFileSync(join(__dirname, '..', '..', 'infra', file), 'utf8'))) server.addResource(resource);
 
-  // Ours: the seed shape with its windows, which Karmada's kind refuses.
+  // Ours: the windowed shape with its windows, which Karmada's kind refuses.
   server.upsert({
     apiVersion: 'failover.io/v1alpha1',
     kind: 'ClusterTaintPolicy',

@@ -346,7 +346,7 @@ describe('infra/clustertaintpolicy-crd.yaml and infra/taintpolicystatus-crd.yaml
     }
   });
 
-  it('takes the seed shape as our apply takes it, and refuses what it refuses', () => {
+  it('takes the windowed shape as our apply takes it, and refuses what it refuses', () => {
     const spec = ctp.spec.versions[0].schema.openAPIV3Schema.properties.spec;
     const taint = { key: NOT_READY, effect: 'NoExecute' };
     const cases: Array<[string, Record<string, unknown>]> = [
@@ -383,7 +383,7 @@ describe('infra/clustertaintpolicy-crd.yaml and infra/taintpolicystatus-crd.yaml
     }
   });
 
-  it("refuses Karmada's shape as the real server refuses the seed shape in Karmada's kind: field not declared in schema", () => {
+  it("refuses Karmada's shape as the real server refuses the windowed shape in Karmada's kind: field not declared in schema", () => {
     const spec = ctp.spec.versions[0].schema.openAPIV3Schema.properties.spec;
     expect(schemaErrors(spec, karmadaShapePolicy('k').spec, 'spec')).toEqual(
       expect.arrayContaining(['spec.addOnConditions: field not declared in schema', 'spec.taints: field not declared in schema']),
@@ -446,7 +446,7 @@ describe('the taint policy store in Karmada mode', () => {
     expect(log.lines).toEqual([
       expect.objectContaining({ level: 'warn', fields: expect.objectContaining({ kind: 'ClusterTaintPolicy.failover.io', name: 'wrong-kind' }) }),
     ]);
-    expect(String(log.lines[0].fields?.errors)).toMatch(/holds the seed shape.*policy\.karmada\.io ClusterTaintPolicy/);
+    expect(String(log.lines[0].fields?.errors)).toMatch(/holds the windowed shape.*policy\.karmada\.io ClusterTaintPolicy/);
   });
 
   it('leaves out a Karmada policy named like one of ours (failover.io.<name>): an id names one policy', async () => {

@@ -295,7 +295,7 @@ describe('a PreferNoSchedule taint never evicts and is not faulty', () => {
 describe('validation at the edge accepts PreferNoSchedule', () => {
   const documents: Array<[string, string]> = [
     [
-      'a seed-shape ClusterTaintPolicy adds it (taintsToAdd[].effect)',
+      'a windowed-shape ClusterTaintPolicy adds it (taintsToAdd[].effect)',
       `apiVersion: policy.karmada.io/v1alpha1
 kind: ClusterTaintPolicy
 metadata:

@@ -68,7 +68,7 @@ describe('shadow mode in the taint evaluation', () => {
   const NS = 'cluster.karmada.io/unschedulable:NoSchedule';
   const cases: Array<{ name: string; steps: Parameters<typeof run>[0]; expect: Array<Partial<ReturnType<typeof run>[number]>> }> = [
     {
-      name: 'seed shape: no taint, each finding at its would-be time, once per episode, and a deadline for each',
+      name: 'windowed shape: no taint, each finding at its would-be time, once per episode, and a deadline for each',
       steps: [{ t: 0, conditions: [ready('False', 0)], policies: [seed('shadow')] }, { t: 9.9 }, { t: 10 }, { t: 15 }, { t: 20 }, { t: 60 }],
       expect: [
         { taints: [], found: [], next: 10 },
@@ -80,7 +80,7 @@ describe('shadow mode in the taint evaluation', () => {
       ],
     },
     {
-      name: 'seed shape: a new match episode records again; a flap shorter than the window records nothing',
+      name: 'windowed shape: a new match episode records again; a flap shorter than the window records nothing',
       steps: [
         { t: 0, conditions: [ready('False', 0)], policies: [seed('shadow', 10)] },
         { t: 10 },
@@ -93,7 +93,7 @@ describe('shadow mode in the taint evaluation', () => {
       expect: [{ found: [] }, { found: [`${NE}@10`] }, { found: [] }, { found: [] }, { found: [] }, { found: [] }, { found: [`${NE}@110`], taints: [] }],
     },
     {
-      name: 'seed shape: the window is the persisted match start, kept across the switch to enforce (taints at the next evaluation)',
+      name: 'windowed shape: the window is the persisted match start, kept across the switch to enforce (taints at the next evaluation)',
       steps: [
         { t: 0, conditions: [ready('False', 0)], policies: [seed('shadow')] },
         { t: 30 },

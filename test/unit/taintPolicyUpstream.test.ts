@@ -6,7 +6,7 @@ import { evaluateTaintPolicies, TaintEvaluation } from '../../shared/failover/ta
 
 /**
  * ClusterTaintPolicy of Karmada's shape (v1.14+: targetClusters, addOnConditions, removeOnConditions,
- * taints) beside the seed shape: upstream semantics, this project's ownership, and validation.
+ * taints) beside the windowed shape: upstream semantics, this project's ownership, and validation.
  */
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -228,7 +228,7 @@ describe('one Karmada-shape policy over time (no windows, add before remove)', (
       ],
     },
     {
-      name: 'a deleted seed-shape policy, by contrast, releases its taint',
+      name: 'a deleted windowed-shape policy, by contrast, releases its taint',
       steps: [{ t: 0, conditions: [ready('False', 0)], policies: [seed({}, 1)] }, { t: 1 }, { t: 2, policies: [] }],
       expect: [
         [0, [], []],
@@ -340,7 +340,7 @@ describe('ownership across shapes', () => {
       changes: [],
     },
     {
-      name: 'a taint a matching seed-shape policy holds: a Karmada-shape removal does not override it',
+      name: 'a taint a matching windowed-shape policy holds: a Karmada-shape removal does not override it',
       before: [taint({ owners: ['s1', 'k1'], karmadaOwners: ['k1'] })],
       conditions: [ready('True'), cond('Disk', 'False')],
       policies: [seed({ name: 's1', matchConditions: [{ conditionType: 'Disk', operator: 'In', statusValues: ['False'] }] }), k('k1')],
@@ -364,7 +364,7 @@ describe('ownership across shapes', () => {
       changes: [],
     },
     {
-      name: 'a taint a seed-shape policy added: a matching Karmada-shape policy holds it too, so it outlives the seed window',
+      name: 'a taint a windowed-shape policy added: a matching Karmada-shape policy holds it too, so it outlives the seed window',
       before: [taint({ owners: ['s1'] })],
       conditions: [ready('True', 0), cond('Disk', 'False')],
       policies: [
@@ -383,7 +383,7 @@ describe('ownership across shapes', () => {
       changes: [`removed ${KEY}:NoExecute by r (karmada: removeOnConditions)`],
     },
     {
-      name: 'a taint left by a deleted Karmada-shape policy: a seed-shape policy never removes it',
+      name: 'a taint left by a deleted Karmada-shape policy: a windowed-shape policy never removes it',
       before: [taint({ leftBy: 'gone' })],
       conditions: [ready('True', 0)],
       policies: [seed({ name: 's1' })],
@@ -402,7 +402,7 @@ describe('ownership across shapes', () => {
       changes: [`added ${KEY}:NoExecute by k1 (karmada: addOnConditions)`],
     },
     {
-      name: 'a Karmada-shape adder and remover cancel out; a seed-shape policy that is due still adds',
+      name: 'a Karmada-shape adder and remover cancel out; a windowed-shape policy that is due still adds',
       before: [],
       conditions: [ready('False', 0)],
       policies: [
@@ -414,7 +414,7 @@ describe('ownership across shapes', () => {
       changes: [`added ${KEY}:NoExecute by s1 (seed: addOnMatchSeconds)`],
     },
     {
-      name: 'a seed-shape hold by a policy that is now of Karmada shape is released; the Karmada rule decides from then on',
+      name: 'a windowed-shape hold by a policy that is now of Karmada shape is released; the Karmada rule decides from then on',
       before: [taint({ owners: ['p'] })],
       conditions: [ready('True')],
       policies: [k('p', { removeOnConditions: [] })],
@@ -422,7 +422,7 @@ describe('ownership across shapes', () => {
       changes: [`removed ${KEY}:NoExecute by p (seed: policyDeleted)`],
     },
     {
-      name: 'a Karmada-shape hold by a policy that is now of the seed shape is left, as upstream leaves it',
+      name: 'a Karmada-shape hold by a policy that is now of the windowed shape is left, as upstream leaves it',
       before: [taint({ owners: ['p'], karmadaOwners: ['p'] })],
       conditions: [ready('True', 0)],
       policies: [seed({ name: 'p' })],
@@ -450,7 +450,7 @@ describe('ownership across shapes', () => {
     ]);
   });
 
-  it('the seed shape keeps its windows beside Karmada-shape policies; Karmada-shape policies have none', () => {
+  it('the windowed shape keeps its windows beside Karmada-shape policies; Karmada-shape policies have none', () => {
     const result = evaluateTaintPolicies(
       facts([ready('False', 0)]),
       [seed({ name: 's1' }), karmada({ name: 'k1', taints: [{ key: 'other', effect: 'NoSchedule' }] })],
@@ -590,7 +590,9 @@ describe('validation of the Karmada shape', () => {
     {
       name: 'taintsToAdd with taints',
       spec: '  taintsToAdd:\n  - {key: a, effect: NoSchedule}\n  taints:\n  - {key: a, effect: NoSchedule}\n',
-      errors: [{ path: 'spec.taints', message: 'Karmada-shape field "taints" cannot be mixed with seed-shape field "taintsToAdd"; a policy uses one shape' }],
+      errors: [
+        { path: 'spec.taints', message: 'Karmada-shape field "taints" cannot be mixed with windowed-shape field "taintsToAdd"; a policy uses one shape' },
+      ],
     },
     {
       name: 'matchConditions with addOnConditions (Karmada fields are fewer)',
@@ -598,7 +600,7 @@ describe('validation of the Karmada shape', () => {
       errors: [
         {
           path: 'spec.addOnConditions',
-          message: 'Karmada-shape field "addOnConditions" cannot be mixed with seed-shape fields "matchConditions", "taintsToAdd"; a policy uses one shape',
+          message: 'Karmada-shape field "addOnConditions" cannot be mixed with windowed-shape fields "matchConditions", "taintsToAdd"; a policy uses one shape',
         },
       ],
     },
@@ -608,18 +610,18 @@ describe('validation of the Karmada shape', () => {
       errors: [
         {
           path: 'spec.targetCluster',
-          message: 'seed-shape field "targetCluster" cannot be mixed with Karmada-shape fields "targetClusters", "taints"; a policy uses one shape',
+          message: 'windowed-shape field "targetCluster" cannot be mixed with Karmada-shape fields "targetClusters", "taints"; a policy uses one shape',
         },
       ],
     },
     {
-      name: "Karmada's spelling in a seed-shape policy, with the seed spelling",
+      name: "Karmada's spelling in a windowed-shape policy, with the seed spelling",
       spec: '  targetClusters: {}\n  matchConditions: []\n  taintsToAdd:\n  - {key: a, effect: NoSchedule}\n',
       errors: [
         {
           path: 'spec.targetClusters',
           message:
-            'Karmada-shape field "targetClusters" cannot be mixed with seed-shape fields "matchConditions", "taintsToAdd"; a policy uses one shape (the seed shape spells it "targetCluster")',
+            'Karmada-shape field "targetClusters" cannot be mixed with windowed-shape fields "matchConditions", "taintsToAdd"; a policy uses one shape (the windowed shape spells it "targetCluster")',
         },
       ],
     },
@@ -630,7 +632,7 @@ describe('validation of the Karmada shape', () => {
         {
           path: 'spec.matchConditions',
           message:
-            'seed-shape field "matchConditions" cannot be mixed with Karmada-shape fields "removeOnConditions", "taints"; a policy uses one shape (the Karmada shape spells it "addOnConditions")',
+            'windowed-shape field "matchConditions" cannot be mixed with Karmada-shape fields "removeOnConditions", "taints"; a policy uses one shape (the Karmada shape spells it "addOnConditions")',
         },
       ],
     },
@@ -639,7 +641,7 @@ describe('validation of the Karmada shape', () => {
       spec: '  taintsToAdd:\n  - {key: a, effect: NoSchedule}\n  taints:\n  - {key: a, effect: Evict}\n',
       errors: [
         { path: 'spec.taints[0].effect', message: 'must be one of "NoSchedule", "PreferNoSchedule", "PreferNoExecute", "NoExecute"' },
-        { path: 'spec.taints', message: 'Karmada-shape field "taints" cannot be mixed with seed-shape field "taintsToAdd"; a policy uses one shape' },
+        { path: 'spec.taints', message: 'Karmada-shape field "taints" cannot be mixed with windowed-shape field "taintsToAdd"; a policy uses one shape' },
       ],
     },
     {
@@ -653,7 +655,7 @@ describe('validation of the Karmada shape', () => {
       errors: [{ path: 'spec.addOnCondition', message: 'unknown field; did you mean "addOnConditions"?' }],
     },
     {
-      name: 'an unknown taint field (windows belong to the seed shape)',
+      name: 'an unknown taint field (windows belong to the windowed shape)',
       spec: '  taints:\n  - {key: a, effect: NoSchedule, addOnMatchSeconds: 5}\n',
       errors: [{ path: 'spec.taints[0].addOnMatchSeconds', message: 'unknown field' }],
     },

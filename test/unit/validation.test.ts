@@ -46,13 +46,13 @@ describe('apply decoding', () => {
       errors: [{ path: 'spec.taintsToAdd[0].addOnMatchSecond', message: 'unknown field; did you mean "addOnMatchSeconds"?' }],
     },
     {
-      name: "Karmada's spelling targetClusters mixed into a seed-shape policy",
+      name: "Karmada's spelling targetClusters mixed into a windowed-shape policy",
       edit: (y) => y.replace('  targetCluster:', '  targetClusters:'),
       errors: [
         {
           path: 'spec.targetClusters',
           message:
-            'Karmada-shape field "targetClusters" cannot be mixed with seed-shape fields "matchConditions", "taintsToAdd"; a policy uses one shape (the seed shape spells it "targetCluster")',
+            'Karmada-shape field "targetClusters" cannot be mixed with windowed-shape fields "matchConditions", "taintsToAdd"; a policy uses one shape (the windowed shape spells it "targetCluster")',
         },
       ],
     },

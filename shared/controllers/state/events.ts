@@ -77,7 +77,7 @@ export function clusterEvent(name: string, now: Date | string, reason: EventReas
 const taintText = (taint: TaintChange['taint']) => `${taint.key}${taint.value ? `=${taint.value}` : ''}:${taint.effect}`;
 const conditionsText = (change: TaintChange) => change.conditions.map((c) => `${c.type}=${c.status}`).join(', ') || 'none';
 /** Which policy, of which shape, and which of its rules acted: "Karmada shape: addOnConditions matched". */
-const actedText = (change: TaintChange) => `${change.shape === 'karmada' ? 'Karmada' : 'seed'} shape: ${change.reason}`;
+const actedText = (change: TaintChange) => `${change.shape === 'karmada' ? 'Karmada' : 'windowed'} shape: ${change.reason}`;
 
 /** A taint added or removed by the policies: which policy, which shape and rule, and the conditions it looked at. */
 export function taintChangeEvent(cluster: string, change: TaintChange, now: Date): EventRecord {

@@ -170,7 +170,7 @@ const seedShapeOnly: KarmadaRule<z.infer<typeof clusterTaintPolicySchema>> = (po
         {
           path: ['spec'],
           message:
-            "this kind (failover.io) holds the seed shape (targetCluster, matchConditions, taintsToAdd); a policy of Karmada's shape is a policy.karmada.io ClusterTaintPolicy",
+            "this kind (failover.io) holds the windowed shape (targetCluster, matchConditions, taintsToAdd); a policy of Karmada's shape is a policy.karmada.io ClusterTaintPolicy",
         },
       ];
 
