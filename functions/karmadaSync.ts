@@ -10,7 +10,7 @@ const PERIOD_MS = 10_000;
  * beside the watch) must come before the tick, or the timer skips that occurrence and nobody watches for a
  * whole period. A change in the gap is delivered when the next invocation resumes from the cursor.
  */
-const END_BEFORE_TICK_MS = 500;
+const END_BEFORE_TICK_MS = 1000;
 
 /** Seconds from `now` until END_BEFORE_TICK_MS before the next tick (pure). */
 export function watchBudgetSeconds(now: number, periodMs = PERIOD_MS, marginMs = END_BEFORE_TICK_MS): number {
