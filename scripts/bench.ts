@@ -22,6 +22,7 @@ import { api, HostProcess, startHostProcess } from '../test/helpers/hostProcess'
 import { applyBench } from './benchApply';
 import { idleBench } from './benchIdle';
 import { karmadaRun } from './benchKarmada';
+import { karmadaVsOursBench } from './benchKarmadaVsOurs';
 import { scaleRun } from './benchScale';
 import { consoleBundleSize, whatIfMemoryRun, whatIfRun } from './benchWhatIf';
 import { countedStorage } from './countingProxy';
@@ -455,6 +456,8 @@ async function main() {
     console.log(JSON.stringify(await karmadaRun(), null, 2));
     return;
   }
+  // Starts real Karmada control planes: run it under flock /tmp/realkarmada.lock.
+  if (process.argv[2] === 'karmada-vs-ours') return karmadaVsOursBench(process.argv.slice(3));
   if (process.argv[2] === 'planning') {
     console.log(JSON.stringify(await planningRun(20_000)));
     return;
