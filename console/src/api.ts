@@ -38,8 +38,8 @@ export const readToken = () => readSession(TOKEN_KEY);
 export const storeToken = (token: string) => writeSession(TOKEN_KEY, token);
 
 /**
- * Whether the server asked for the admin token (an action answered 401 or 403). No endpoint tells the
- * auth mode, so the console assumes none is needed until the server says otherwise (kept for the tab).
+ * Whether the server asked for the admin token (an action answered 401 or 403; kept for the tab): the
+ * fallback for a server whose GET /api/healthz does not tell its auth mode (state.ts, `authMode`).
  */
 export const readTokenNeeded = () => readSession(TOKEN_NEEDED_KEY) === '1';
 export const storeTokenNeeded = (needed: boolean) => writeSession(TOKEN_NEEDED_KEY, needed ? '1' : '');

@@ -1,28 +1,54 @@
 import type { ComponentChildren } from 'preact';
 import { get, HttpError, q } from './api';
+import { AcknowledgeButton, ActionButton, When } from './components';
 import { mapLimited, naturalCompare, percent, plural, rate } from './format';
-import type { LoadError, Poll } from './state';
-import type { Cluster, ClusterQueue, Fleet, Health, Policy, QueueSummary } from './types';
+import { type LoadError, type Poll, setAuthMode } from './state';
+import type { Cluster, ClusterQueue, Fleet, FleetEvent, Health, Policy, QueueSummary } from './types';
 
 /**
  * The Fleet page's first word: a banner that names everything wrong (clusters unhealthy or never
- * reported, the tier, the switches, a blast-radius guard refusing taints, drains, the Karmada API server),
- * most severe first, or says that all is well. Also each cluster's trouble, for the cluster list.
+ * reported, the tier, the switches and who paused, a blast-radius guard refusing taints, drains, the Karmada
+ * API server), most severe first, or says that all is well, with what to do: the action itself (Resume,
+ * Acknowledge, each confirmed) or the next step. Also each cluster's trouble, for the cluster list.
  */
 
 export type Severity = 'bad' | 'warn' | 'info';
 const RANK: Record<Severity | 'ok', number> = { bad: 0, warn: 1, info: 2, ok: 3 };
 
-/** GET /api/healthz: its 503 (Karmada degraded) is an answer too. */
+/**
+ * GET /api/healthz: its 503 (Karmada degraded) is an answer too. Its `auth` (AUTH_MODE) tells every action
+ * button whether the admin token is needed.
+ */
 export async function loadHealth(): Promise<Health> {
+  let health: Health;
   try {
-    return await get<Health>('healthz');
+    health = await get<Health>('healthz');
   } catch (e) {
     const body = e instanceof HttpError ? (e.body as Partial<Health> | undefined) : undefined;
-    if (e instanceof HttpError && e.status === 503 && body?.status)
-      return { status: body.status, mode: body.mode ?? 'karmada', reason: body.reason, since: body.since };
-    throw e;
+    if (!(e instanceof HttpError && e.status === 503 && body?.status)) throw e;
+    health = { status: body.status, mode: body.mode ?? 'karmada', reason: body.reason, since: body.since, auth: body.auth };
   }
+  setAuthMode(health.auth === 'none' || health.auth === 'required' ? health.auth : undefined);
+  return health;
+}
+
+/** Who paused evictions and when: the latest `Paused` switch event, unless a `Resumed` came after it. */
+export interface PauseRecord {
+  time: string;
+  /** `details.actor` ("the admin token via cluster-failover-cli"), or read from the message. */
+  actor?: string;
+}
+
+/** How many of the switch's events (tier changes share them) are read to find the pause. */
+export const PAUSE_EVENT_LIMIT = 500;
+
+/** The pause in effect, from GET /api/events?kind=Failover&name=evictions; null when none is recorded there. */
+export async function loadPause(): Promise<PauseRecord | null> {
+  const { items } = await get<{ items: FleetEvent[] }>(`events?kind=Failover&name=evictions&limit=${PAUSE_EVENT_LIMIT}`);
+  const last = [...items].reverse().find((e) => e.reason === 'Paused' || e.reason === 'Resumed');
+  if (last?.reason !== 'Paused') return null;
+  const actor = typeof last.details?.actor === 'string' ? last.details.actor : /\bpaused by (.+)$/.exec(last.message)?.[1];
+  return { time: last.time, ...(actor ? { actor } : {}) };
 }
 
 /** The policies whose blast-radius guard holds taints back now (BlastRadiusExceeded=True). The listing has no status: each is read. */
@@ -104,6 +130,9 @@ export function queueText(queue: ClusterQueue | undefined): string {
   return `${plural(planned, 'eviction')} planned, ${queue.done} done${queue.blocked ? ` (${queue.blocked} blocked)` : ''}`;
 }
 
+/** Nothing reports its health: never reported, Ready=Unknown (its reports stopped), or no Ready condition. */
+export const isSilent = (t: ClusterTrouble) => t.neverReported || t.ready === 'Unknown' || t.ready === 'missing';
+
 export function whyUnhealthy(t: ClusterTrouble): string {
   if (t.neverReported) return t.ready === 'Unknown' ? 'Ready=Unknown: never reported' : 'never reported';
   if (t.ready === 'missing') return 'no Ready condition';
@@ -135,18 +164,50 @@ export interface BannerInput {
   health: Poll<Health>;
   refusing: Poll<Policy[]>;
   queues: Poll<Map<string, ClusterQueue>>;
+  /** Who paused, while evictions are paused (null: no pause recorded in the events read). */
+  pause: Poll<PauseRecord | null>;
+  /** After an action of the banner (Resume, Acknowledge): what to read again. */
+  onResumed: () => void;
+  onAcknowledged: () => void;
 }
 
-function problems({ fleet: fleetPoll, clusters, health, refusing, queues }: BannerInput): Problem[] {
+/** Why evictions are paused: by whom and since when, or why that cannot be said. */
+function PausedBy({ pause }: { pause: Poll<PauseRecord | null> }) {
+  if (pause.data)
+    return (
+      <>
+        {' '}
+        by {pause.data.actor ?? 'someone (the event does not say who)'} since <When iso={pause.data.time} />
+      </>
+    );
+  if (pause.data === null) return <> (who paused them is not among the last {PAUSE_EVENT_LIMIT} switch events)</>;
+  if (pause.error) return <> (who paused them cannot be read: {pause.error.message})</>;
+  return null;
+}
+
+function problems({ fleet: fleetPoll, clusters, health, refusing, queues, pause, onResumed, onAcknowledged }: BannerInput): Problem[] {
   const out: Problem[] = [];
   const fleet = fleetPoll.data;
   const h = health.data;
-  if (h?.status === 'degraded' || (fleet && fleet.status === 'degraded' && !h))
+  if (h?.status === 'degraded' || (fleet && fleet.status === 'degraded' && !h)) {
+    const { reason, since } = (h ?? fleet) as { reason?: string; since?: string };
     out.push({
       id: 'karmada',
       severity: 'bad',
-      body: <>The Karmada API server cannot be used{(h ?? fleet)?.reason ? `: ${(h ?? fleet)?.reason}` : ''}. Failover holds still until it answers again.</>,
+      body: (
+        <>
+          The Karmada API server cannot be used{reason ? `: ${reason}` : ''}
+          {since ? (
+            <>
+              {' '}
+              (since <When iso={since} />)
+            </>
+          ) : null}
+          ; failing safe: no taint removed, no eviction, until it answers again.
+        </>
+      ),
     });
+  }
   const unreadable = (what: string, error: LoadError | undefined, severity: Severity = 'info') => {
     if (error) out.push({ id: `error-${what}`, severity, body: `${what} cannot be read: ${error.message}` });
   };
@@ -158,9 +219,11 @@ function problems({ fleet: fleetPoll, clusters, health, refusing, queues }: Bann
   if (fleet.total === 0) out.push({ id: 'empty', severity: 'info', body: 'No clusters are registered yet.' });
   if (fleet.unhealthy > 0) {
     const groups = new Map<string, string[]>();
+    let silent = 0;
     for (const name of [...fleet.unhealthyClusters].sort(naturalCompare)) {
       const t = byName.get(name);
       const why = t ? whyUnhealthy(t) : 'unhealthy';
+      if (t && isSilent(t)) silent++;
       groups.set(why, [...(groups.get(why) ?? []), name]);
     }
     out.push({
@@ -179,6 +242,12 @@ function problems({ fleet: fleetPoll, clusters, health, refusing, queues }: Bann
               </li>
             ))}
           </ul>
+          {silent ? (
+            <p data-testid="silent-hint">
+              {silent === 1 ? '1 of them is' : `${silent} of them are`} silent or Unknown (no Ready=True report): start the cluster's reporter, or{' '}
+              <code>npm start -- --simulate</code> locally.
+            </p>
+          ) : null}
         </>
       ),
     });
@@ -212,12 +281,27 @@ function problems({ fleet: fleetPoll, clusters, health, refusing, queues }: Bann
         </>
       ),
     });
-  if (fleet.paused)
+  if (fleet.paused) {
+    const waiting = fleet.pending + fleet.scheduled;
     out.push({
       id: 'paused',
       severity: 'warn',
-      body: `Evictions are paused: nothing is evicted, drains included, until someone resumes them${fleet.pending + fleet.scheduled ? ` (${plural(fleet.pending + fleet.scheduled, 'eviction')} waiting)` : ''}.`,
+      body: (
+        <>
+          Evictions are paused
+          <PausedBy pause={pause} />: nothing is evicted, drains included, until someone resumes them
+          {waiting ? ` (${plural(waiting, 'eviction')} waiting)` : ''}.{' '}
+          <ActionButton
+            label="Resume evictions"
+            path="failover/resume"
+            confirmText={`Resume evictions?${waiting ? ` ${plural(waiting, 'waiting eviction')} will` : ' Waiting evictions'} run at the fleet's rate again.`}
+            onDone={onResumed}
+            describe={() => 'Evictions resumed'}
+          />
+        </>
+      ),
     });
+  }
   for (const p of refusing.data ?? []) {
     const b = p.status?.blastRadius;
     const name = p.metadata.name;
@@ -229,7 +313,7 @@ function problems({ fleet: fleetPoll, clusters, health, refusing, queues }: Bann
           Policy <a href={`#/policy/${q(name)}`}>{name}</a>: the blast-radius guard refuses to taint{' '}
           {b?.refused?.length ? <ClusterLinks names={b.refused} /> : 'more clusters'}
           {b ? ` (it holds taints on ${b.held} of ${plural(b.fleet, 'cluster')}, at most ${b.limit})` : ''}. They keep their workloads until an admin
-          acknowledges on the policy's page.
+          acknowledges, which lets the policy taint beyond the limit for this episode. <AcknowledgeButton policy={p} onDone={onAcknowledged} />
         </>
       ),
     });

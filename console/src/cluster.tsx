@@ -1,5 +1,5 @@
 import { get, q } from './api';
-import { CORDON_KEY } from './banner';
+import { clusterTrouble, CORDON_KEY, isSilent, whyUnhealthy } from './banner';
 import { Empty, Pending, Section, When } from './components';
 import { EventTimeline } from './events';
 import { ClusterActions, ConditionList, holderText, TaintList } from './fleet';
@@ -18,6 +18,7 @@ export function ClusterView({ name }: { name: string }) {
           <>
             <h4>Conditions</h4>
             <ConditionList conditions={c.status?.conditions} />
+            <SilentHint cluster={c} />
             <h4>Taints</h4>
             <TaintList cluster={c} />
             <p class="actions">
@@ -41,6 +42,17 @@ export function ClusterView({ name }: { name: string }) {
         )}
       </Section>
     </>
+  );
+}
+
+/** A cluster silent or Unknown (never reported, Ready=Unknown, no Ready condition): what to do. */
+function SilentHint({ cluster }: { cluster: Cluster }) {
+  const t = clusterTrouble(cluster, undefined, undefined);
+  if (!isSilent(t)) return null;
+  return (
+    <p data-testid="silent-hint">
+      {cluster.metadata.name} has no Ready=True report ({whyUnhealthy(t)}): start the cluster's reporter, or <code>npm start -- --simulate</code> locally.
+    </p>
   );
 }
 

@@ -1,9 +1,9 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
-import { HttpError, post } from './api';
+import { HttpError, post, q } from './api';
 import { relative, timestamp } from './format';
-import { clear, type LoadError, notice, type Poll, report, setTokenNeeded, token, tokenNeeded } from './state';
-import type { HeldBy } from './types';
+import { clear, type LoadError, notice, type Poll, report, setTokenNeeded, token, useTokenMissing } from './state';
+import type { HeldBy, Policy } from './types';
 
 /** A timestamp as the console shows every one: local ISO date and time, and its age ("3 min ago", "in 12 s"). */
 export function When({ iso, rel = true, now }: { iso: string | null | undefined; rel?: boolean; now?: number }) {
@@ -50,8 +50,9 @@ export function heldText(heldBy: HeldBy | undefined): string {
 
 /**
  * A button that runs an admin action (it changes the fleet), after the user confirms `confirmText`, which
- * says what it will do. It sends the admin token when one is set; without one it is enabled until the
- * server answers 401/403 (AUTH_MODE required), then says that the token is needed until one is typed in.
+ * says what it will do. It sends the admin token when one is set. Under AUTH_MODE=none (healthz says so)
+ * it is a plain button; under `required` it says that the admin token is needed, and waits, until one is
+ * typed in. When the server does not say, it is enabled until an action is refused (401/403), then waits too.
  */
 export function ActionButton({
   label,
@@ -69,7 +70,7 @@ export function ActionButton({
   describe?: (result: unknown) => string;
 }) {
   const hasToken = token.use() !== '';
-  const locked = tokenNeeded.use() && !hasToken;
+  const locked = useTokenMissing();
   const [busy, setBusy] = useState(false);
   const source = `action:${path}`;
   const run = async () => {
@@ -93,6 +94,29 @@ export function ActionButton({
       {label}
       {locked ? ' (admin token needed)' : ''}
     </button>
+  );
+}
+
+/**
+ * Acknowledges a policy's exceeded blast radius (POST /api/clustertaintpolicies/{name}/acknowledge): the
+ * guard then lets the policy taint beyond its limit for this episode, until it holds fewer taints again.
+ */
+export function AcknowledgeButton({ policy, onDone }: { policy: Policy; onDone: () => void }) {
+  const name = policy.metadata.name;
+  const b = policy.status?.blastRadius;
+  const refused = b?.refused?.length ? b.refused.join(', ') : 'the clusters it refused';
+  return (
+    <ActionButton
+      label={`Acknowledge ${name}`}
+      path={`clustertaintpolicies/${q(name)}/acknowledge`}
+      confirmText={
+        `Acknowledge the exceeded blast radius of ${name}? It lets the policy taint beyond its limit ` +
+        `(${b ? `${b.limit} of ${b.fleet} clusters` : 'its share of the fleet'}) for this episode: ${refused} may then be tainted and their workloads evicted. ` +
+        'The limit holds again once the policy taints fewer clusters than that.'
+      }
+      onDone={onDone}
+      describe={(r) => `Acknowledged ${name}: ${(r as { message?: string }).message ?? 'done'}`}
+    />
   );
 }
 

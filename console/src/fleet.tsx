@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { get, q } from './api';
-import { byTrouble, clusterTrouble, FleetBanner, loadHealth, loadQueues, loadRefusingPolicies, queueSize, queueText, whyUnhealthy } from './banner';
+import { byTrouble, clusterTrouble, FleetBanner, loadHealth, loadPause, loadQueues, loadRefusingPolicies, queueSize, queueText, whyUnhealthy } from './banner';
 import { HistoryChart } from './chart';
 import { ActionButton, Badge, Empty, Pending, Section, TierBadge, When } from './components';
 import { percent, plural, rate } from './format';
@@ -14,6 +14,10 @@ export function FleetView() {
   const refusing = usePoll('fleet-guards', loadRefusingPolicies, 5000);
   const queues = usePoll('fleet-queues', loadQueues, 2000);
   const history = usePoll('history', () => get<History>('fleet/history?minutes=60'), 10000);
+  // Who paused: read while paused (again when it changes), not otherwise; an answer read for the other state is no answer.
+  const paused = fleet.data?.paused ?? false;
+  const pauseRead = usePoll('fleet-pause', async () => ({ paused, record: paused ? await loadPause() : null }), paused ? 10000 : 0, [paused]);
+  const pause = { ...pauseRead, data: pauseRead.data?.paused === paused ? pauseRead.data.record : undefined };
   const refresh = () => {
     fleet.refresh();
     clusters.refresh();
@@ -21,7 +25,19 @@ export function FleetView() {
   };
   return (
     <>
-      <FleetBanner fleet={fleet} clusters={clusters} health={health} refusing={refusing} queues={queues} />
+      <FleetBanner
+        fleet={fleet}
+        clusters={clusters}
+        health={health}
+        refusing={refusing}
+        queues={queues}
+        pause={pause}
+        onResumed={refresh}
+        onAcknowledged={() => {
+          refusing.refresh();
+          refresh();
+        }}
+      />
       <Section title="Fleet state" id="fleet-state">
         {fleet.data ? <FleetSummary fleet={fleet.data} onChange={refresh} /> : <Pending poll={fleet} what="the fleet" />}
       </Section>
@@ -189,6 +205,9 @@ export function TaintList({ cluster }: { cluster: Cluster }) {
   );
 }
 
+/** Rows per page of the cluster list: a fleet of thousands renders (and re-renders every poll) one page at a time. */
+export const PAGE_SIZE = 100;
+
 function ClusterTable({
   clusters,
   unhealthy,
@@ -202,12 +221,15 @@ function ClusterTable({
 }) {
   const [filter, setFilter] = useState('');
   const [onlyTrouble, setOnlyTrouble] = useState(false);
+  const [page, setPage] = useState(0);
   if (!clusters.length) return <Empty>No clusters are registered.</Empty>;
   const words = filter.trim().toLowerCase().split(/\s+/).filter(Boolean);
-  const rows = clusters
-    .map((c) => ({ c, t: clusterTrouble(c, unhealthy, queues) }))
+  const all = clusters.map((c) => ({ c, t: clusterTrouble(c, unhealthy, queues) }));
+  const trouble = all.filter(({ t }) => t.rank < 2).length;
+  const rows = all
     .filter(({ c, t }) => {
       if (onlyTrouble && t.rank === 2) return false;
+      if (!words.length) return true;
       const text = [
         c.metadata.name,
         ...Object.entries(c.metadata.labels ?? {}).map(([k, v]) => `${k}=${v}`),
@@ -220,22 +242,49 @@ function ClusterTable({
       return words.every((w) => text.includes(w));
     })
     .sort((a, b) => byTrouble(a.t, b.t));
-  const trouble = clusters.filter((c) => clusterTrouble(c, unhealthy, queues).rank < 2).length;
+  const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
+  const current = Math.min(page, pages - 1);
+  const first = current * PAGE_SIZE;
+  const shown = rows.slice(first, first + PAGE_SIZE);
+  const filtered = rows.length !== clusters.length;
+  const what =
+    pages > 1
+      ? `Clusters ${first + 1}–${first + shown.length} of ${filtered ? `the ${rows.length} that match (of ${clusters.length})` : clusters.length}`
+      : filtered
+        ? `${rows.length} of ${plural(clusters.length, 'cluster')}`
+        : `All ${plural(clusters.length, 'cluster')}`;
   return (
     <>
       <div class="filters" role="search" aria-label="Filter the clusters">
         <label for="cluster-filter">Filter clusters</label>
-        <input id="cluster-filter" type="search" value={filter} onInput={(e) => setFilter(e.currentTarget.value)} autocomplete="off" spellcheck={false} />
+        <input
+          id="cluster-filter"
+          type="search"
+          value={filter}
+          onInput={(e) => {
+            setFilter(e.currentTarget.value);
+            setPage(0);
+          }}
+          autocomplete="off"
+          spellcheck={false}
+        />
         <label>
-          <input type="checkbox" checked={onlyTrouble} onChange={(e) => setOnlyTrouble(e.currentTarget.checked)} /> Only clusters in trouble ({trouble})
+          <input
+            type="checkbox"
+            checked={onlyTrouble}
+            onChange={(e) => {
+              setOnlyTrouble(e.currentTarget.checked);
+              setPage(0);
+            }}
+          />{' '}
+          Only clusters in trouble ({trouble})
         </label>
       </div>
       {rows.length ? (
         <div class="scroll">
           <table data-testid="clusters">
             <caption>
-              {rows.length === clusters.length ? `All ${plural(clusters.length, 'cluster')}` : `${rows.length} of ${plural(clusters.length, 'cluster')}`},
-              trouble first (unhealthy or faulty, then draining): their state, conditions and taints (who holds each taint, and since when)
+              {what}, trouble first (unhealthy or faulty, then draining): their state, conditions and taints (who holds each taint, and since when)
             </caption>
             <thead>
               <tr>
@@ -248,7 +297,7 @@ function ClusterTable({
               </tr>
             </thead>
             <tbody>
-              {rows.map(({ c, t }) => {
+              {shown.map(({ c, t }) => {
                 const name = c.metadata.name;
                 return (
                   <tr key={name} data-cluster={name}>
@@ -287,11 +336,35 @@ function ClusterTable({
               })}
             </tbody>
           </table>
+          {pages > 1 ? <Pager page={current} pages={pages} onPage={setPage} /> : null}
         </div>
       ) : (
         <Empty>No cluster matches{onlyTrouble ? ' among those in trouble' : ''}.</Empty>
       )}
     </>
+  );
+}
+
+/** Previous and next page of the cluster list, and where it is. */
+function Pager({ page, pages, onPage }: { page: number; pages: number; onPage: (page: number) => void }) {
+  return (
+    <nav class="pager" aria-label="Pages of the cluster list" data-testid="cluster-pages">
+      <button type="button" onClick={() => onPage(0)} disabled={page === 0}>
+        First page
+      </button>
+      <button type="button" onClick={() => onPage(page - 1)} disabled={page === 0}>
+        Previous page
+      </button>
+      <span aria-live="polite">
+        Page {page + 1} of {pages}
+      </span>
+      <button type="button" onClick={() => onPage(page + 1)} disabled={page >= pages - 1}>
+        Next page
+      </button>
+      <button type="button" onClick={() => onPage(pages - 1)} disabled={page >= pages - 1}>
+        Last page
+      </button>
+    </nav>
   );
 }
 

@@ -1,13 +1,14 @@
 import './app.css';
 import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { loadHealth } from './banner';
 import { BudgetsView } from './budgets';
 import { ClusterView } from './cluster';
 import { FailbackView } from './failback';
 import { FleetView } from './fleet';
 import { PoliciesView, PolicyView } from './policies';
 import { QueueView } from './queue';
-import { alerts, notice, setToken, token, tokenNeeded } from './state';
+import { alerts, authMode, notice, setToken, token, useTokenMissing } from './state';
 import { WhatIfView } from './whatif';
 import { WorkloadPicker, WorkloadView } from './workload';
 
@@ -95,7 +96,8 @@ const NAV: Array<{ href: string; label: string; view: Route['view'] }> = [
 
 function TokenForm() {
   const current = token.use();
-  const needed = tokenNeeded.use();
+  const mode = authMode.use();
+  const missing = useTokenMissing();
   const [draft, setDraft] = useState('');
   return (
     <form
@@ -112,7 +114,7 @@ function TokenForm() {
       <button type="submit">{current ? 'Replace token' : 'Use token'}</button>
       {current ? (
         <>
-          <span class="token-state">Token set (kept in this tab only).</span>
+          <span class="token-state">Token set (kept in this tab only){mode === 'none' ? '; the server needs none (AUTH_MODE=none)' : ''}.</span>
           <button
             type="button"
             onClick={() => {
@@ -123,15 +125,42 @@ function TokenForm() {
             Forget token
           </button>
         </>
-      ) : needed ? (
-        <span class="token-state" id="token-needed">
-          Read-only: the server asks for the admin token.
+      ) : missing ? (
+        <span class="token-state" id="token-needed" data-testid="token-state">
+          Read-only: the server asks for the admin token{mode === 'required' ? ' (AUTH_MODE=required)' : ''}.
+        </span>
+      ) : mode === 'none' ? (
+        <span class="token-state" data-testid="token-state">
+          No token needed: the server runs with AUTH_MODE=none.
         </span>
       ) : (
-        <span class="token-state">No token: actions go without one (until the server asks for it).</span>
+        <span class="token-state" data-testid="token-state">
+          No token: actions go without one (until the server asks for it).
+        </span>
       )}
     </form>
   );
+}
+
+/** Reads the auth mode (GET /api/healthz) when the page opens and every 30 s; the Fleet page reads it more often. */
+function useAuthMode(): void {
+  useEffect(() => {
+    let live = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const read = async () => {
+      try {
+        await loadHealth();
+      } catch {
+        // The server does not answer now: the buttons keep what they knew (and a 401 still teaches them).
+      }
+      if (live) timer = setTimeout(() => void read(), 30_000);
+    };
+    void read();
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, []);
 }
 
 function Alerts() {
@@ -162,6 +191,7 @@ function App() {
   const [route, setRoute] = useState<Route>(() => parseHash(location.hash));
   const heading = useRef<HTMLHeadingElement>(null);
   const first = useRef(true);
+  useAuthMode();
   useEffect(() => {
     const onHash = () => setRoute(parseHash(location.hash));
     window.addEventListener('hashchange', onHash);

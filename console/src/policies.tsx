@@ -1,5 +1,5 @@
 import { get, HttpError, q } from './api';
-import { ActionButton, Badge, Empty, Pending, Section, When } from './components';
+import { AcknowledgeButton, Badge, Empty, Pending, Section, When } from './components';
 import { EventTimeline } from './events';
 import { ConditionList } from './fleet';
 import { bindingHref, bindingName, mapLimited, plural } from './format';
@@ -66,20 +66,6 @@ function BlastRadiusCell({ policy }: { policy: Policy }) {
       {exceeded(policy) ? <Badge tone="bad">exceeded</Badge> : b.acknowledgedAt ? <Badge tone="warn">acknowledged</Badge> : null}
       {b.refused?.length ? <div class="small">refused: {b.refused.join(', ')}</div> : null}
     </>
-  );
-}
-
-export function AcknowledgeButton({ policy, onDone }: { policy: Policy; onDone: () => void }) {
-  const name = policy.metadata.name;
-  const b = policy.status?.blastRadius;
-  return (
-    <ActionButton
-      label={`Acknowledge ${name}`}
-      path={`clustertaintpolicies/${q(name)}/acknowledge`}
-      confirmText={`Acknowledge the exceeded blast radius of ${name}? It may then taint more than ${b?.limit ?? 'its share of'} clusters (of ${b?.fleet ?? 'the fleet'}) for this episode.`}
-      onDone={onDone}
-      describe={(r) => `Acknowledged ${name}: ${(r as { message?: string }).message ?? 'done'}`}
-    />
   );
 }
 

@@ -30,12 +30,36 @@ export function setToken(next: string): void {
   token.set(next);
 }
 
-/** The server asked for the admin token (401/403 on an action); until then actions go without one. */
+/** The server asked for the admin token (401/403 on an action): what counts when healthz does not tell the auth mode. */
 export const tokenNeeded = store(readTokenNeeded());
 export function setTokenNeeded(next: boolean): void {
   if (tokenNeeded.get() === next) return;
   storeTokenNeeded(next);
   tokenNeeded.set(next);
+}
+
+/**
+ * What GET /api/healthz says of the admin API (`auth`): `none`, anyone may act; `required`, the actions
+ * need the admin token. Undefined until it answers, or when the server does not say (then the console
+ * learns it from a 401/403 on an action, `tokenNeeded`).
+ */
+export type AuthMode = 'none' | 'required';
+export const authMode = store<AuthMode | undefined>(undefined);
+export function setAuthMode(next: AuthMode | undefined): void {
+  if (next === undefined || authMode.get() === next) return;
+  authMode.set(next);
+}
+
+/**
+ * Whether the actions that need the admin token must wait for one: the server requires it (healthz) and
+ * none is typed in; or, when the server does not say, an action was refused with 401/403. Never under `none`.
+ */
+export function useTokenMissing(): boolean {
+  const hasToken = token.use() !== '';
+  const mode = authMode.use();
+  const needed = tokenNeeded.use();
+  if (hasToken || mode === 'none') return false;
+  return mode === 'required' || needed;
 }
 
 /** Errors shown in the page's alert region, one per source so a repeated poll failure is not repeated. */

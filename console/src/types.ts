@@ -56,6 +56,8 @@ export interface Health {
   mode: 'standalone' | 'karmada';
   reason?: string;
   since?: string;
+  /** Whether the admin API needs the admin token (AUTH_MODE); absent from an older server. */
+  auth?: 'none' | 'required';
 }
 export interface BindingRef {
   kind: string;
