@@ -14,7 +14,6 @@ import type { ClusterTaint, PolicyWindow } from './model';
 export { POLICY_MODE_ANNOTATION, POLICY_MODES };
 export type PolicyMode = (typeof POLICY_MODES)[number];
 
-
 /**
  * The mode a policy's annotations give: `enforce` without the annotation. Our API refuses any other value;
  * one that reached us anyway (an object written to Karmada's API server directly) counts as `shadow`: a
