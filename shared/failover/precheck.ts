@@ -62,7 +62,7 @@ export interface PreCheckInput {
    * The binding's spec.gracefulEvictionTasks: a cluster with a task is not a place to go until its task is
    * dropped (the scheduler will not choose it), unless the binding is still placed on it.
    */
-  gracefulEvictionTasks?: ReadonlyArray<{ fromCluster: string }>;
+  gracefulEvictionTasks?: ReadonlyArray<{ fromCluster: string; creationTimestamp?: string }>;
 }
 
 export type PreCheckResult = { ok: true; candidates: string[] } | { ok: false; reason: string };
@@ -119,7 +119,8 @@ function whyNot(input: PreCheckInput, usable: readonly CandidateCluster[]): stri
     .map((c) => {
       const taint = unschedulableReason(c, tolerations);
       if (taint) return `${c.name} ${taint}`;
-      return `${c.name} still holds the old copy of an earlier eviction (its graceful-eviction task stays until the new copy is Healthy or its grace period ends; DELETE .../evictiontasks/${c.name} confirms it by hand)`;
+      const since = input.gracefulEvictionTasks?.find((t) => t.fromCluster === c.name)?.creationTimestamp;
+      return `${c.name} still holds the old copy of an earlier eviction (its graceful-eviction task${since ? ` since ${since}` : ''} stays until the new copy is Healthy or its grace period ends; DELETE .../evictiontasks/${c.name} confirms it by hand)`;
     });
   const named = reasons.slice(0, WHY_NOT_LIMIT);
   const more = reasons.length > named.length ? `; ${reasons.length - named.length} more` : '';

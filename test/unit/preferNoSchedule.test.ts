@@ -412,12 +412,12 @@ describe('a blocked eviction says why each cluster of the affinity is not a plac
         { name: 'm2', labels: {}, taints: [] },
         { name: 'm3', labels: {}, taints: [] },
       ],
-      gracefulEvictionTasks: [{ fromCluster: 'm1' }],
+      gracefulEvictionTasks: [{ fromCluster: 'm1', creationTimestamp: '2026-01-01T09:43:00Z' }],
     });
     expect(result).toEqual({
       ok: false,
       reason:
-        'Duplicated: 0 other cluster(s) match the affinity and accept the workload; 1 needed (m1 still holds the old copy of an earlier eviction (its graceful-eviction task stays until the new copy is Healthy or its grace period ends; DELETE .../evictiontasks/m1 confirms it by hand); 1 cluster(s) outside the affinity)',
+        'Duplicated: 0 other cluster(s) match the affinity and accept the workload; 1 needed (m1 still holds the old copy of an earlier eviction (its graceful-eviction task since 2026-01-01T09:43:00Z stays until the new copy is Healthy or its grace period ends; DELETE .../evictiontasks/m1 confirms it by hand); 1 cluster(s) outside the affinity)',
     });
   });
 });
