@@ -15,7 +15,6 @@
  * JSON under the OS temp dir. Nothing is asserted: a side that fails is reported with its error.
  */
 import { readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
-import { IncomingMessage, request as httpRequest } from 'node:http';
 import { Agent, createServer as createHttpsServer, request as httpsRequest, Server } from 'node:https';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,7 +37,7 @@ import {
   taskFrom,
   writersOf,
 } from '../test/helpers/karmadaScenario';
-import { ensureKarmadaBuilt, RealKarmada, startRealKarmada } from '../test/helpers/realKarmada';
+import { ensureKarmadaBuilt, httpGet, RealKarmada, startRealKarmada } from '../test/helpers/realKarmada';
 
 const ROOT = join(__dirname, '..');
 const POLICY = 'bench-cluster-not-ready';
@@ -193,21 +192,6 @@ function listeningPorts(pid: number): number[] {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function plainGet(url: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { timeout: 3000, agent: false }, (res: IncomingMessage) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${url} timed out`)));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 /**
  * The Azurite worker thread of the app's host process: the embedded Azurite runs on a worker thread, not in
  * a child process, and every thread is named "node". Requests sent straight to the host's other listening
@@ -223,7 +207,7 @@ async function azuriteThread(host: HostProcess): Promise<number | undefined> {
   const before = threads();
   const until = Date.now() + 2000;
   const burst = ports.flatMap((p) => Array.from({ length: 4 }, () => p));
-  while (Date.now() < until) await Promise.all(burst.map((p) => plainGet(`http://127.0.0.1:${p}/devstoreaccount1?comp=list`).catch(() => undefined)));
+  while (Date.now() < until) await Promise.all(burst.map((p) => httpGet(`http://127.0.0.1:${p}/devstoreaccount1?comp=list`).catch(() => undefined)));
   const gains = [...threads()].map(([tid, cpu]) => ({ tid, gain: cpu - (before.get(tid) ?? cpu) })).sort((a, b) => b.gain - a.gain);
   // Unambiguous only when one thread took clearly more than any other.
   if (gains.length === 0 || gains[0].gain < 0.05 || (gains[1] && gains[1].gain > gains[0].gain / 2)) return undefined;
@@ -263,7 +247,7 @@ interface ClientRequests {
 
 /** karmada-controller-manager's client-go request counter, split by the host asked (the karmada-apiserver or a member). */
 async function controllerManagerRequests(metricsUrl: string, apiHost: string): Promise<ClientRequests> {
-  const res = await plainGet(metricsUrl);
+  const res = await httpGet(metricsUrl);
   if (res.status !== 200) throw new Error(`GET ${metricsUrl}: ${res.status}`);
   const counts: ClientRequests = { karmada: 0, members: 0 };
   for (const line of res.body.split('\n')) {

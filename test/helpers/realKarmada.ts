@@ -316,12 +316,13 @@ async function freePorts(count: number): Promise<number[]> {
   return ports;
 }
 
-interface HttpResult {
+export interface HttpResult {
   status: number;
   body: string;
 }
 
-function httpGet(url: string, options: { ca?: string; token?: string; timeoutMs?: number } = {}): Promise<HttpResult> {
+/** A GET without connection reuse (a restarted server must not get an old socket); plain http or https with `ca`. */
+export function httpGet(url: string, options: { ca?: string; token?: string; timeoutMs?: number } = {}): Promise<HttpResult> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
     const request = u.protocol === 'https:' ? httpsRequest : httpRequest;
