@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { get, HttpError, q } from './api';
-import { AcknowledgeButton, ActionButton, When } from './components';
+import { AcknowledgeButton, ResumeButton, When } from './components';
 import { mapLimited, naturalCompare, percent, plural, rate } from './format';
 import { type LoadError, type Poll, setAuthMode } from './state';
 import type { Cluster, ClusterQueue, Fleet, FleetEvent, Health, Policy, QueueSummary } from './types';
@@ -290,14 +290,7 @@ function problems({ fleet: fleetPoll, clusters, health, refusing, queues, pause,
         <>
           Evictions are paused
           <PausedBy pause={pause} />: nothing is evicted, drains included, until someone resumes them
-          {waiting ? ` (${plural(waiting, 'eviction')} waiting)` : ''}.{' '}
-          <ActionButton
-            label="Resume evictions"
-            path="failover/resume"
-            confirmText={`Resume evictions?${waiting ? ` ${plural(waiting, 'waiting eviction')} will` : ' Waiting evictions'} run at the fleet's rate again.`}
-            onDone={onResumed}
-            describe={() => 'Evictions resumed'}
-          />
+          {waiting ? ` (${plural(waiting, 'eviction')} waiting)` : ''}. <ResumeButton waiting={waiting} onDone={onResumed} />
         </>
       ),
     });

@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { HttpError, post, q } from './api';
-import { relative, timestamp } from './format';
+import { plural, relative, timestamp } from './format';
 import { clear, type LoadError, notice, type Poll, report, setTokenNeeded, token, useTokenMissing } from './state';
 import type { HeldBy, Policy } from './types';
 
@@ -101,6 +101,19 @@ export function ActionButton({
  * Acknowledges a policy's exceeded blast radius (POST /api/clustertaintpolicies/{name}/acknowledge): the
  * guard then lets the policy taint beyond its limit for this episode, until it holds fewer taints again.
  */
+/** Resume evictions fleet-wide (confirmed): the banner's and the fleet summary's button. */
+export function ResumeButton({ waiting, onDone }: { waiting?: number; onDone: () => void }) {
+  return (
+    <ActionButton
+      label="Resume evictions"
+      path="failover/resume"
+      confirmText={`Resume evictions?${waiting ? ` ${plural(waiting, 'waiting eviction')} will` : ' Waiting evictions'} run at the fleet's rate again.`}
+      onDone={onDone}
+      describe={() => 'Evictions resumed'}
+    />
+  );
+}
+
 export function AcknowledgeButton({ policy, onDone }: { policy: Policy; onDone: () => void }) {
   const name = policy.metadata.name;
   const b = policy.status?.blastRadius;

@@ -2,7 +2,7 @@ import { useState } from 'preact/hooks';
 import { get, q } from './api';
 import { byTrouble, clusterTrouble, FleetBanner, loadHealth, loadPause, loadQueues, loadRefusingPolicies, queueSize, queueText, whyUnhealthy } from './banner';
 import { HistoryChart } from './chart';
-import { ActionButton, Badge, Empty, Pending, Section, TierBadge, When } from './components';
+import { ActionButton, Badge, Empty, Pending, ResumeButton, Section, TierBadge, When } from './components';
 import { percent, plural, rate } from './format';
 import { usePoll } from './state';
 import type { Cluster, ClusterQueue, Condition, Fleet, History, Taint, TaintHolder } from './types';
@@ -110,13 +110,7 @@ export function PauseResume({ paused, waiting, onChange }: { paused: boolean; wa
   return (
     <p class="actions">
       {paused ? (
-        <ActionButton
-          label="Resume evictions"
-          path="failover/resume"
-          confirmText={`Resume evictions?${waiting ? ` ${plural(waiting, 'waiting eviction')} will` : ' Waiting evictions'} run at the fleet's rate again.`}
-          onDone={onChange}
-          describe={() => 'Evictions resumed'}
-        />
+        <ResumeButton waiting={waiting} onDone={onChange} />
       ) : (
         <ActionButton
           label="Pause evictions"
