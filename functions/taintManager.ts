@@ -1,7 +1,7 @@
 import { app, InvocationContext } from '@azure/functions';
 import { paceAndRunFirst } from '../shared/controllers/paceAndRun';
 import { taintManagerMessage } from '../shared/controllers/ports';
-import { handleTaintManagerMessage, type PlanOutcome } from '../shared/controllers/taintManager';
+import { handleTaintManagerMessage } from '../shared/controllers/taintManager';
 import { evictionsOutput, handingOff } from '../shared/queue/handOff';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
@@ -18,10 +18,9 @@ export async function taintManager(message: unknown, ctx: InvocationContext): Pr
   const parsed = parseQueueMessage(taintManagerMessage, message, ctx, 'taint manager');
   if (!parsed) return;
   const plane = controlPlane();
-  // Rows planned now, or, for a new taint, just before by another pass (the Karmada watch plans a failure
-  // inline): pace them. A binding's change on a cluster already planned waits for the tick as before.
-  const fresh = (outcome: PlanOutcome) => outcome.planned > 0 || (parsed.reason === 'taints-changed' && outcome.faulty && outcome.alreadyDecided > 0);
-  await handleTaintManagerMessage(plane, parsed, (outcome) => (fresh(outcome) ? paceAndRunFirst(plane) : Promise.resolve()));
+  // Rows planned by this pass are paced at once; rows another pass planned (the Karmada watch plans and
+  // paces a failure itself) and a binding's change on a cluster already planned wait for the timer's tick.
+  await handleTaintManagerMessage(plane, parsed, (outcome) => (outcome.planned > 0 ? paceAndRunFirst(plane) : Promise.resolve()));
 }
 
 app.storageQueue('taintManager', {
