@@ -1,6 +1,6 @@
 import type { EvictionRecord } from '../failover/bindingModel';
 import { bypassesGate } from '../failover/drain';
-import { assignSlots, earliestSlot, handOffLeads, slotHorizon, SlotLeads } from '../failover/evictionDecision';
+import { assignSlots, directStartLeads, earliestSlot, slotHorizon, SlotLeads } from '../failover/evictionDecision';
 import { orderDue } from '../failover/priority';
 import { dueEntity, shardOf } from '../store/ledgerTable';
 import type { DueGroup, PacerState, VersionedEviction } from '../store/ports';
@@ -98,7 +98,7 @@ export async function paceAfterPlanning(plane: ControlPlane, options: PacerOptio
 }
 
 export async function runPacer(plane: ControlPlane, options: PacerOptions = {}): Promise<PacerOutcome> {
-  const leads = options.runHere ? handOffLeads(SLOT_LEADS, RUN_HERE_LEAD_MS) : SLOT_LEADS;
+  const leads = options.runHere ? directStartLeads(SLOT_LEADS, RUN_HERE_LEAD_MS) : SLOT_LEADS;
   const now = plane.clock.now();
   const nowMs = now.getTime();
   const [{ state, etag }, recent] = await Promise.all([plane.ledger.getPacerState(), currentFleetHealth(plane)]);

@@ -99,15 +99,15 @@ export interface SlotLeads {
 }
 
 /**
- * The leads of a pass whose messages are handed to the worker's listener directly (a queue output binding
- * wakes it at once): a fresh series starts `handOffMs` ahead (its first message goes without a delay and
- * needs no idle poll), never further out than without the hand-off (pure). A running series keeps its
- * delivery lead: its later slots go with visibility delays and are read by polling, and a message that
- * reached the worker late would shorten the interval after it (the rate, measured, would exceed its
- * setting). Every slot stays at or after the stored next free slot, 1/rate after the one before.
+ * The leads of a pass whose first messages need only `startMs` to reach their worker (its caller runs them
+ * itself: no queue poll in between): a fresh series starts that far ahead, never further out than without
+ * it (pure). A running series keeps its delivery lead: its later slots go with visibility delays and are
+ * read by polling, and a message that reached the worker late would shorten the interval after it (the
+ * rate, measured, would exceed its setting). Every slot stays at or after the stored next free slot, 1/rate
+ * after the one before.
  */
-export function handOffLeads(leads: SlotLeads, handOffMs: number): SlotLeads {
-  return { freshMs: Math.min(leads.freshMs, handOffMs), deliveryMs: leads.deliveryMs };
+export function directStartLeads(leads: SlotLeads, startMs: number): SlotLeads {
+  return { freshMs: Math.min(leads.freshMs, startMs), deliveryMs: leads.deliveryMs };
 }
 
 /**

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { assignSlots, earliestSlot, handOffLeads } from '../../shared/failover/evictionDecision';
+import { assignSlots, directStartLeads,earliestSlot } from '../../shared/failover/evictionDecision';
 
-/** The pacer's leads when its messages are handed to the worker's listener directly (a queue output binding). */
-describe('handOffLeads', () => {
+/** The pacer's leads when its caller runs the first messages itself. */
+describe('directStartLeads', () => {
   const polled = { freshMs: 1500, deliveryMs: 1000 };
 
   it('starts a fresh series at the hand-off lead and continues a running one at the delivery lead', () => {
-    expect(handOffLeads(polled, 250)).toEqual({ freshMs: 250, deliveryMs: 1000 });
-    const leads = handOffLeads(polled, 250);
+    expect(directStartLeads(polled, 250)).toEqual({ freshMs: 250, deliveryMs: 1000 });
+    const leads = directStartLeads(polled, 250);
     // Run out (next free slot in the past): now + 250, not now + 1500.
     expect(earliestSlot(9_000, 10_000, leads)).toBe(10_250);
     // Running: continues down to now + 1000, as without the hand-off.
@@ -15,12 +15,12 @@ describe('handOffLeads', () => {
   });
 
   it('never lengthens a lead', () => {
-    expect(handOffLeads(polled, 5000)).toEqual(polled);
-    expect(handOffLeads({ freshMs: 100, deliveryMs: 50 }, 250)).toEqual({ freshMs: 100, deliveryMs: 50 });
+    expect(directStartLeads(polled, 5000)).toEqual(polled);
+    expect(directStartLeads({ freshMs: 100, deliveryMs: 50 }, 250)).toEqual({ freshMs: 100, deliveryMs: 50 });
   });
 
   it('keeps the slots 1/rate apart after the stored next free slot, whatever the lead', () => {
-    const leads = handOffLeads(polled, 250);
+    const leads = directStartLeads(polled, 250);
     // A running series whose next free slot is 10.4 s: a pass at 10.0 s continues a delivery lead ahead, 200 ms apart.
     const { slots } = assignSlots([0, 0, 0], 10_400, earliestSlot(10_400, 10_000, leads), 5, 20_000);
     expect(slots).toEqual([11_000, 11_200, 11_400]);
