@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assignSlots, directStartLeads,earliestSlot } from '../../shared/failover/evictionDecision';
+import { assignSlots, directStartLeads, earliestSlot } from '../../shared/failover/evictionDecision';
 
 /** The pacer's leads when its caller runs the first messages itself. */
 describe('directStartLeads', () => {
