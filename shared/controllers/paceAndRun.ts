@@ -2,6 +2,7 @@ import { errorFields } from '../telemetry/log';
 import { executeEvictionBatch } from './evictionWorker';
 import { paceAfterPlanning } from './pacer';
 import type { ControlPlane, EvictionBatch } from './ports';
+import { refreshPolicyStatuses } from './taintPolicies';
 
 export interface RunHereOptions {
   /** Past this moment (epoch ms) the invocation may not start evictions of its own: their messages are sent. */
@@ -17,10 +18,17 @@ export interface RunHereOptions {
  * hands out the slots (ETag-checked); the rest of the series goes to the queue as from any pass. An
  * eviction that fails here goes to the worker as a message; one lost with the process is put back in line
  * by the repair, as a lost message is.
+ * Beside it, the policies' status round runs at once: their EvictionInProgress turns True as the episode
+ * begins, where the 5 s round alone could miss an episode shorter than itself (kubectl wait would never see it).
  */
 export async function paceAndRunFirst(plane: ControlPlane, options: RunHereOptions = {}): Promise<void> {
   const started: Array<Promise<unknown>> = [];
   const later = options.later ?? ((work: Promise<unknown>) => void started.push(work));
+  later(
+    refreshPolicyStatuses(plane).catch((error: unknown) =>
+      plane.log.warn("policy status round after planning failed: the timer's next round writes it", { ...errorFields(error) }),
+    ),
+  );
   const runHere = (batch: EvictionBatch) => {
     if (options.until !== undefined && Date.now() > options.until) return false;
     later(

@@ -16,7 +16,7 @@ import {
 import { policyMode } from '../failover/shadow';
 import { keep, mutate, write } from '../store/optimistic';
 import type { Versioned } from '../store/ports';
-import { listPolicyStatusTargets, publishPolicyStatuses } from './karmadaSync';
+import { listPolicyStatusTargets, publishPolicyStatuses } from './state/karmada/policyStatuses';
 import type { ControlPlane } from './ports';
 import type { PolicyRecord } from './records';
 import { appliedPolicy, ApplyAction } from './state/derivation';

@@ -11,7 +11,8 @@ import {
   clusterTaintPolicySchema,
   withClusterFailoverAnnotations,
 } from '../../shared/api/resources';
-import { listPolicyStatusTargets, publishPolicyStatuses, syncKarmada } from '../../shared/controllers/karmadaSync';
+import { listPolicyStatusTargets, publishPolicyStatuses } from '../../shared/controllers/state/karmada/policyStatuses';
+import { syncKarmada } from '../../shared/controllers/karmadaSync';
 import type { ControlPlane, IndexedPlacement, KarmadaConnection, SyncCursor } from '../../shared/controllers/ports';
 import { KarmadaBindingStore } from '../../shared/controllers/state/karmada/bindingStore';
 import { ClusterOverlay, KarmadaClusterStore } from '../../shared/controllers/state/karmada/clusterStore';
