@@ -11,11 +11,11 @@ import {
   clusterTaintPolicySchema,
   withClusterFailoverAnnotations,
 } from '../../shared/api/resources';
-import { listPolicyStatusTargets, publishPolicyStatuses } from '../../shared/controllers/state/karmada/policyStatuses';
 import { syncKarmada } from '../../shared/controllers/karmadaSync';
 import type { ControlPlane, IndexedPlacement, KarmadaConnection, SyncCursor } from '../../shared/controllers/ports';
 import { KarmadaBindingStore } from '../../shared/controllers/state/karmada/bindingStore';
 import { ClusterOverlay, KarmadaClusterStore } from '../../shared/controllers/state/karmada/clusterStore';
+import { listPolicyStatusTargets, publishPolicyStatuses } from '../../shared/controllers/state/karmada/policyStatuses';
 import { karmadaPropagationPolicyStore, karmadaTaintPolicyStore } from '../../shared/controllers/state/karmada/policyStores';
 import { refreshPolicyStatuses } from '../../shared/controllers/taintPolicies';
 import type { Condition } from '../../shared/failover/model';
