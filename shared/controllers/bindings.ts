@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ClusterResourceBindingInput, ResourceBindingInput } from '../api/resources';
 import { bindingKey, BindingRef } from '../failover/bindingModel';
 import { isFaultyTaint } from '../failover/evictionDecision';
+import { abandon } from '../failover/evictionRow';
 import { POLICY_LABELS, type PropagationCandidate } from '../failover/propagation';
 import { keep, Mutation, remove, write } from '../store/optimistic';
 import type { ControlPlane } from './ports';
@@ -9,6 +10,7 @@ import type { BindingRecord } from './records';
 import { writeBinding } from './state/bindingWrites';
 import { ApplyAction, governedSpec } from './state/derivation';
 import { bindingEvent } from './state/events';
+import { applyRowChange } from './state/evictionRows';
 import { loadPropagationPolicies } from './state/reads';
 import { bindingResource } from './views';
 
@@ -106,7 +108,7 @@ export async function deleteBinding(plane: ControlPlane, ref: BindingRef, why?: 
   for (const cluster of (previous?.spec.clusters ?? []).map((c) => c.name)) {
     const row = await plane.ledger.getEviction(cluster, key);
     if (row && ['pending', 'blocked'].includes(row.record.state)) {
-      await plane.ledger.updateEviction({ ...row.record, state: 'abandoned', message: why ?? 'the binding was deleted', updatedAt: now }, row.etag);
+      await applyRowChange(plane, row.etag, abandon(row.record, why ?? 'the binding was deleted', now));
     }
   }
   await plane.events.append([bindingEvent(ref, plane.clock.now(), 'Deleted', why ? `binding deleted: ${why}` : 'binding deleted')]);

@@ -1,12 +1,14 @@
 import { notFound } from '../api/errors';
-import { bindingKey, EvictionRecord, pendingEviction } from '../failover/bindingModel';
+import { bindingKey, pendingEviction } from '../failover/bindingModel';
 import { CORDON_TAINT, DRAIN_REASON, isCordoned, isCordonTaint } from '../failover/drain';
+import { drain as drainRow, plan, type RowChange } from '../failover/evictionRow';
 import { currentTraceCarrier } from '../telemetry/tracing';
 import { setDraining } from './pacer';
 import type { ControlPlane } from './ports';
 import { listClusterPlacements } from './state/bindingWrites';
 import { updateCluster } from './state/clusterWrites';
 import { clusterEvent } from './state/events';
+import { applyRowChanges, planRows } from './state/evictionRows';
 import { abandonEvictions } from './taintManager';
 
 /**
@@ -58,8 +60,8 @@ export async function drainCluster(plane: ControlPlane, name: string, actor?: st
   const { placements, evictions } = await listClusterPlacements(plane, name);
   const prior = new Map(evictions.map((row) => [row.record.bindingKey, row]));
   const why = `the cluster is drained (cordoned ${cordon.record.taints.find(isCordonTaint)?.timeAdded ?? at})`;
-  const rows: Array<{ record: EvictionRecord; replaceEtag?: string }> = [];
-  const takeOver: Array<{ record: EvictionRecord; etag: string }> = [];
+  const rows: Array<{ change: RowChange; replaceEtag?: string }> = [];
+  const takeOver: Array<{ change: RowChange; etag: string }> = [];
   let alreadyDecided = 0;
   for (const placement of placements) {
     const key = bindingKey(placement);
@@ -69,7 +71,7 @@ export async function drainCluster(plane: ControlPlane, name: string, actor?: st
     if (before && (state === 'pending' || state === 'blocked') && before.record.reason !== DRAIN_REASON) {
       takeOver.push({
         etag: before.etag,
-        record: { ...before.record, state: 'pending', reason: DRAIN_REASON, why: `${why}; it was waiting: ${before.record.why}`, dueAt: at, updatedAt: at },
+        change: drainRow(before.record, { reason: DRAIN_REASON, why: `${why}; it was waiting: ${before.record.why}`, dueAt: at }, at),
       });
       continue;
     }
@@ -79,18 +81,16 @@ export async function drainCluster(plane: ControlPlane, name: string, actor?: st
     }
     rows.push({
       replaceEtag: before?.etag,
-      record: pendingEviction(placement, { reason: DRAIN_REASON, why, taints: `${CORDON_TAINT.key}:${CORDON_TAINT.effect}`, dueAt: at }, at, traceparent),
+      change: plan(
+        pendingEviction(placement, { reason: DRAIN_REASON, why, taints: `${CORDON_TAINT.key}:${CORDON_TAINT.effect}`, dueAt: at }, at, traceparent),
+        before?.record,
+      ),
     });
   }
-  if (rows.length > 0) await plane.ledger.recordEvictions(rows);
-  let tookOver = 0;
-  for (const update of takeOver) {
-    // ETag-checked one by one: a row the pacer took meanwhile goes at its slot as it is.
-    if ((await plane.ledger.updateEviction(update.record, update.etag)) !== false) {
-      await plane.ledger.addDue([update.record]);
-      tookOver++;
-    } else alreadyDecided++;
-  }
+  await planRows(plane, rows);
+  // ETag-checked: a row the pacer took meanwhile goes at its slot as it is.
+  const tookOver = (await applyRowChanges(plane, takeOver)).filter((etag) => etag !== undefined).length;
+  alreadyDecided += takeOver.length - tookOver;
   const planned = rows.length + tookOver;
   if (planned > 0 || cordon.result) {
     await plane.events.append([
@@ -104,7 +104,7 @@ export async function drainCluster(plane: ControlPlane, name: string, actor?: st
           ...(actor ? { actor } : {}),
           planned,
           alreadyDecided,
-          bindings: rows.slice(0, 50).map((r) => r.record.bindingKey),
+          bindings: rows.slice(0, 50).map((r) => r.change.record.bindingKey),
         },
       ),
     ]);

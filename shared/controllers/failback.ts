@@ -1,4 +1,5 @@
 import { ACTIVE_STATES, bindingKey, displayName, EvictionRecord, pendingEviction } from '../failover/bindingModel';
+import { abandon, plan, redate, type RowChange } from '../failover/evictionRow';
 import {
   decideFailback,
   FAILBACK_DONE_RETENTION_MS,
@@ -17,6 +18,7 @@ import type { ControlPlane } from './ports';
 import { type BindingRecord, clusterCandidate, type ClusterRecord } from './records';
 import { placementsOf, writeBinding } from './state/bindingWrites';
 import { bindingEvent, evictionEvent } from './state/events';
+import { applyRowChange, planRows } from './state/evictionRows';
 import { evictionView, FailbackItem, failbackItemView, FailbackState } from './views';
 
 /**
@@ -262,11 +264,11 @@ async function cancelRows(plane: ControlPlane, binding: BindingRecord, entry: Fa
   for (const cluster of clusters) {
     const row = await plane.ledger.getEviction(cluster, key);
     if (!isWaitingFailback(row, entry.home) || row.record.state === 'scheduled') continue;
-    const next: EvictionRecord = { ...row.record, state: 'abandoned', message: why, updatedAt: at };
-    if ((await plane.ledger.updateEviction(next, row.etag)) === false) continue;
+    const change = abandon(row.record, why, at);
+    if ((await applyRowChange(plane, row.etag, change)) === undefined) continue;
     cancelled++;
-    plane.metrics.recordProcessed(next.kind, 'abandoned');
-    await plane.events.append([evictionEvent(next, at, 'FailbackCancelled', why)]);
+    plane.metrics.recordProcessed(change.record.kind, 'abandoned');
+    await plane.events.append([evictionEvent(change.record, at, 'FailbackCancelled', why)]);
   }
   return cancelled;
 }
@@ -290,17 +292,19 @@ async function planRow(
     // Another eviction from that cluster is under way (a failure of its own, a drain): it goes first.
     if (!isWaitingFailback(existing, entry.home) || existing.record.state !== 'pending' || existing.record.stateReason) return 'kept';
     if (existing.record.dueAt === dueAt && existing.record.failbackWindowSeconds === windowSeconds) return 'kept';
-    const redated: EvictionRecord = {
-      ...existing.record,
-      dueAt,
-      why: verdict.why,
-      homeHealthySince: verdict.healthySince,
-      failbackWindowSeconds: windowSeconds,
-      message: `re-dated: the count now runs from ${verdict.healthySince} (window ${windowSeconds}s)`,
-      updatedAt: at,
-    };
-    if ((await plane.ledger.updateEviction(redated, existing.etag)) === false) return 'kept';
-    await plane.ledger.addDue([redated]);
+    const change = redate(
+      existing.record,
+      {
+        dueAt,
+        why: verdict.why,
+        homeHealthySince: verdict.healthySince,
+        failbackWindowSeconds: windowSeconds,
+        message: `re-dated: the count now runs from ${verdict.healthySince} (window ${windowSeconds}s)`,
+      },
+      at,
+    );
+    const redated = change.record;
+    if ((await applyRowChange(plane, existing.etag, change)) === undefined) return 'kept';
     await plane.events.append([
       evictionEvent(redated, at, 'FailbackPlanned', `failback to ${entry.home} from ${cluster} re-dated to ${dueAt}: ${verdict.why}`),
     ]);
@@ -319,7 +323,7 @@ async function planRow(
   };
   if (failover?.purgeMode !== 'Gracefully' || failover.gracePeriodSeconds === undefined) delete record.gracePeriodSeconds;
   return {
-    record,
+    change: plan(record, existing?.record),
     ...(existing ? { replaceEtag: existing.etag } : {}),
     message: `goes back to ${entry.home} from ${verdict.replacement.join(', ')} at ${dueAt}, at the global rate: ${verdict.why}`,
   };
@@ -327,7 +331,7 @@ async function planRow(
 
 /** A new Failback row, written with the others of its pass. */
 interface PlannedRow {
-  record: EvictionRecord;
+  change: RowChange;
   replaceEtag?: string;
   /** Its FailbackPlanned event's message. */
   message: string;
@@ -340,17 +344,17 @@ interface PlannedRow {
  */
 async function flushPlanned(plane: ControlPlane, planned: PlannedRow[]): Promise<number> {
   if (planned.length === 0) return 0;
-  await plane.ledger.recordEvictions(planned.map(({ record, replaceEtag }) => ({ record, ...(replaceEtag ? { replaceEtag } : {}) })));
+  await planRows(plane, planned);
   const stored = new Map<string, EvictionRecord>();
-  for (const cluster of new Set(planned.map((p) => p.record.cluster))) {
+  for (const cluster of new Set(planned.map((p) => p.change.record.cluster))) {
     for (const row of await plane.ledger.listEvictions(cluster, ['pending'])) stored.set(`${cluster}|${row.record.bindingKey}`, row.record);
   }
-  const ours = planned.filter(({ record }) => {
+  const ours = planned.filter(({ change: { record } }) => {
     const row = stored.get(`${record.cluster}|${record.bindingKey}`);
     return row?.decidedAt === record.decidedAt && row.home === record.home;
   });
   const at = plane.clock.now();
-  if (ours.length > 0) await plane.events.append(ours.map(({ record, message }) => evictionEvent(record, at, 'FailbackPlanned', message)));
+  if (ours.length > 0) await plane.events.append(ours.map(({ change, message }) => evictionEvent(change.record, at, 'FailbackPlanned', message)));
   return ours.length;
 }
 

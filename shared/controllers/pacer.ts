@@ -1,6 +1,7 @@
 import type { EvictionRecord } from '../failover/bindingModel';
 import { bypassesGate } from '../failover/drain';
 import { assignSlots, directStartLeads, earliestSlot, slotHorizon, SlotLeads } from '../failover/evictionDecision';
+import { park, postpone, schedule } from '../failover/evictionRow';
 import { orderDue } from '../failover/priority';
 import { dueEntity, shardOf } from '../store/ledgerTable';
 import type { DueGroup, PacerState, VersionedEviction } from '../store/ports';
@@ -9,6 +10,7 @@ import { ATTR, inSpan, recordSpan } from '../telemetry/tracing';
 import type { ControlPlane, EvictionBatch, EvictionMessage } from './ports';
 import { BudgetGate } from './state/budgets';
 import { evictionEvent, switchEvent, tierEvent } from './state/events';
+import { applyRowChange, applyRowChanges } from './state/evictionRows';
 import { currentFleetHealth, rememberPacerState } from './state/reads';
 
 /**
@@ -191,7 +193,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
         }
       }
       if (toPark.length === 0) break;
-      await park(plane, toPark, now);
+      await parkForBudgets(plane, toPark, now);
       parkable -= toPark.length;
       // Rows behind the ones that now wait are read in another round, while this tick may still park.
       if (rows.length < asked || ready.length >= limit || parkable <= 0) break;
@@ -238,13 +240,13 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   const outgoing: Array<{ slot: number; traceparent?: string; message: EvictionMessage }> = [];
   let scheduled = 0;
   for (const indexes of byCluster.values()) {
-    const updates = indexes.map((i) => ({ record: released(claimed[i].record, claimed[i].slot, now), etag: claimed[i].etag }));
-    const etags = await writeRows(plane, updates);
+    const updates = indexes.map((i) => ({ change: schedule(claimed[i].record, claimed[i].slot, now), etag: claimed[i].etag }));
+    const etags = await applyRowChanges(plane, updates);
     indexes.forEach((i, k) => {
       const newEtag = etags[k];
       if (!newEtag) return;
       scheduled++;
-      const row = updates[k].record;
+      const row = updates[k].change.record;
       outgoing.push({
         slot: claimed[i].slot,
         traceparent: row.traceparent,
@@ -322,40 +324,20 @@ interface Parking {
   inFlight: number;
 }
 
-/** The row as released: scheduled for its slot; no longer waiting for a budget. */
-function released(record: EvictionRecord, slot: number, now: Date): EvictionRecord {
-  const next: EvictionRecord = { ...record, state: 'scheduled', scheduledFor: new Date(slot).toISOString(), updatedAt: now.toISOString() };
-  if (record.stateReason) {
-    delete next.stateReason;
-    delete next.waitingFor;
-    delete next.message;
-  }
-  return next;
-}
-
 /**
  * Rows a FailoverBudget has no room for wait, out of the way (state reason `BudgetExceeded`, due key of the
  * budget: see shared/store/ledger/entities.ts), so they are not read again every tick and the rows behind
  * them go. The event is written when a row starts waiting, not while it waits.
  */
-async function park(plane: ControlPlane, rows: Parking[], now: Date): Promise<void> {
-  const at = now.toISOString();
+async function parkForBudgets(plane: ControlPlane, rows: Parking[], now: Date): Promise<void> {
   const updates = rows.map(({ row, blockedBy, limit, inFlight }) => ({
-    record: {
-      ...row.record,
-      stateReason: 'BudgetExceeded' as const,
-      waitingFor: blockedBy,
-      message: `waiting for FailoverBudget ${blockedBy}: ${inFlight} of ${limit} binding(s) in flight`,
-      updatedAt: at,
-    },
+    change: park(row.record, { name: blockedBy, limit, inFlight }, now),
     etag: row.etag,
-    before: row.record,
   }));
-  const etags = await writeRows(plane, updates);
-  const waiting = updates.filter((_, i) => etags[i]);
+  const etags = await applyRowChanges(plane, updates);
+  const waiting = updates.filter((_, i) => etags[i]).map((u) => u.change);
   if (waiting.length === 0) return;
-  await plane.ledger.addDue(waiting.map((u) => u.record));
-  const started = waiting.filter((u) => u.before.stateReason !== 'BudgetExceeded');
+  const started = waiting.filter((change) => change.before?.stateReason !== 'BudgetExceeded');
   if (started.length > 0) {
     await plane.events.append(
       started.map(({ record }) =>
@@ -368,35 +350,7 @@ async function park(plane: ControlPlane, rows: Parking[], now: Date): Promise<vo
         ),
       ),
     );
-    plane.log.info('evictions wait for a budget', { count: started.length, budgets: [...new Set(started.map((u) => u.record.waitingFor))] });
-  }
-}
-
-/**
- * Writes rows of one cluster with their ETags, batched. When the batch fails (one row changed since it was
- * read, and the batches without it may have landed), each row is read again: one already at this write (the
- * same state and stamps) keeps its new ETag; one still pending at its old ETag is tried alone; any other
- * was taken by someone else (undefined).
- */
-async function writeRows(plane: ControlPlane, updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>> {
-  try {
-    return await plane.ledger.updateEvictions(updates.map(({ record, etag }) => ({ record, etag })));
-  } catch {
-    const etags: Array<string | undefined> = [];
-    for (const update of updates) {
-      const latest = await plane.ledger.getEviction(update.record.cluster, update.record.bindingKey);
-      if (
-        latest?.record.state === update.record.state &&
-        latest.record.updatedAt === update.record.updatedAt &&
-        latest.record.scheduledFor === update.record.scheduledFor &&
-        latest.record.waitingFor === update.record.waitingFor
-      )
-        etags.push(latest.etag);
-      else if (latest?.record.state === 'pending' && latest.etag === update.etag)
-        etags.push((await plane.ledger.updateEviction(update.record, update.etag)) || undefined);
-      else etags.push(undefined);
-    }
-    return etags;
+    plane.log.info('evictions wait for a budget', { count: started.length, budgets: [...new Set(started.map((c) => c.record.waitingFor))] });
   }
 }
 
@@ -440,10 +394,8 @@ export async function setDraining(plane: ControlPlane, cluster: string, draining
 /** Puts a scheduled row back to pending (paused or halted when its slot came): it keeps its place in line. */
 export async function unschedule(plane: ControlPlane, record: EvictionRecord, etag: string, why: string): Promise<void> {
   const now = plane.clock.now().toISOString();
-  const next: EvictionRecord = { ...record, state: 'pending', updatedAt: now, message: why };
-  delete next.scheduledFor;
-  if ((await plane.ledger.updateEviction(next, etag)) !== false) {
-    await plane.ledger.addDue([next]);
-    await plane.events.append([evictionEvent(next, now, 'EvictionPostponed', `eviction from ${record.cluster} postponed: ${why}`)]);
+  const change = postpone(record, why, now);
+  if ((await applyRowChange(plane, etag, change)) !== undefined) {
+    await plane.events.append([evictionEvent(change.record, now, 'EvictionPostponed', `eviction from ${record.cluster} postponed: ${why}`)]);
   }
 }

@@ -1,5 +1,6 @@
 import { mapConcurrent } from '../concurrency';
 import { activeBlocks, DEFAULT_BLOCK_SECONDS } from '../failover/applicationFailover';
+import { setCondition } from '../failover/conditions';
 import { SchedulableCluster, schedule, ScheduleInput, spreadCandidates } from '../failover/scheduler';
 import { keep, write } from '../store/optimistic';
 import type { EventRecord, Versioned } from '../store/ports';
@@ -13,14 +14,9 @@ import { bindingsNeeding, fleetClusters } from './state/reads';
 
 type Condition = NonNullable<BindingStatus['conditions']>[number];
 
-function setCondition(status: BindingStatus, condition: Omit<Condition, 'lastTransitionTime'>, now: Date): void {
-  const conditions = status.conditions ?? [];
-  const previous = conditions.find((c) => c.type === condition.type);
-  const next: Condition = {
-    ...condition,
-    lastTransitionTime: previous && previous.status === condition.status ? previous.lastTransitionTime : now.toISOString(),
-  };
-  status.conditions = [...conditions.filter((c) => c.type !== condition.type), next];
+/** Sets the binding's condition in place (the write's working copy). */
+export function setBindingCondition(status: BindingStatus, condition: Omit<Condition, 'lastTransitionTime'>, now: Date): void {
+  status.conditions = setCondition(status.conditions, condition, now);
 }
 
 export type ScheduleOutcome = 'scheduled' | 'no-fit' | 'up-to-date' | 'absent';
@@ -222,7 +218,7 @@ export function placeRecord(
   const result = schedule({ ...input, ...(placementCounts ? { placementCounts } : {}) });
   if (!result.ok) {
     const before = JSON.stringify(record.status.conditions ?? []);
-    setCondition(record.status, { type: 'Scheduled', status: 'False', reason: 'NoClusterFit', message: result.message }, now);
+    setBindingCondition(record.status, { type: 'Scheduled', status: 'False', reason: 'NoClusterFit', message: result.message }, now);
     if (JSON.stringify(record.status.conditions) === before) return { outcome: 'no-fit', message: result.message };
     return {
       outcome: 'no-fit',
@@ -238,7 +234,7 @@ export function placeRecord(
     record.generation += 1;
   }
   record.status.schedulerObservedGeneration = record.generation;
-  setCondition(
+  setBindingCondition(
     record.status,
     { type: 'Scheduled', status: 'True', reason: 'Success', message: `placed on ${result.clusters.map((c) => `${c.name} (${c.replicas})`).join(', ')}` },
     now,

@@ -2,6 +2,7 @@ import { SharedPass } from '../concurrency';
 import { ACTIVE_STATES, bindingKey, EvictionRecord, EvictionState, parseBindingKey, pendingEviction } from '../failover/bindingModel';
 import { DRAIN_REASON } from '../failover/drain';
 import { decidedInEpisode, decideEviction, episodeStart, isFaultyTaint } from '../failover/evictionDecision';
+import { abandon, plan, retry, type RowChange, supersede } from '../failover/evictionRow';
 import { FAILBACK_REASON } from '../failover/failback';
 import { isUnhealthyCluster } from '../failover/fleetHealth';
 import { shardOf } from '../store/ledgerTable';
@@ -13,6 +14,7 @@ import type { ControlPlane, TaintManagerMessage } from './ports';
 import type { BindingRecord } from './records';
 import { listClusterPlacements } from './state/bindingWrites';
 import { clusterEvent } from './state/events';
+import { applyRowChanges, planRows } from './state/evictionRows';
 import { fleetClusters, noteFleetChange } from './state/reads';
 
 /** Rows waiting for a slot or a target: what a recovery abandons at once. */
@@ -69,7 +71,7 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
   const episodeBegan = episodeStart(faultyTaints)!;
   const { placements, evictions: existing } = await listClusterPlacements(plane, name);
   const prior = new Map(existing.map((row) => [row.record.bindingKey, row]));
-  const rows: Array<{ record: EvictionRecord; replaceEtag?: string }> = [];
+  const rows: Array<{ change: RowChange; replaceEtag?: string }> = [];
   let tolerated = 0;
   let alreadyDecided = 0;
   for (const placement of placements) {
@@ -90,19 +92,19 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
       tolerated++;
       continue;
     }
-    rows.push({
-      replaceEtag: before?.etag,
-      record: pendingEviction(
-        placement,
-        { reason: 'TaintUntolerated', why: verdict.why, taints: verdict.taints.join(','), dueAt: verdict.dueAt.toISOString() },
-        now.toISOString(),
-        traceparent,
-      ),
-    });
+    const record = pendingEviction(
+      placement,
+      { reason: 'TaintUntolerated', why: verdict.why, taints: verdict.taints.join(','), dueAt: verdict.dueAt.toISOString() },
+      now.toISOString(),
+      traceparent,
+    );
+    // A failback still waiting here is superseded; a finished row of an earlier episode is replaced.
+    const waiting = before && ACTIVE_STATES.includes(before.record.state);
+    rows.push({ replaceEtag: before?.etag, change: waiting ? supersede(record, before.record) : plan(record, before?.record) });
   }
   if (rows.length > 0) {
-    await plane.ledger.recordEvictions(rows);
-    const dues = rows.map((r) => r.record.dueAt).sort();
+    await planRows(plane, rows);
+    const dues = rows.map((r) => r.change.record.dueAt).sort();
     await plane.events.append([
       clusterEvent(
         name,
@@ -110,7 +112,12 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
         'EvictionsEnqueued',
         `${rows.length} binding(s) must leave (due ${dues[0]}${dues.length > 1 ? ` to ${dues[dues.length - 1]}` : ''}); ${tolerated} tolerate the taints`,
         'Warning',
-        { count: rows.length, tolerated, taints: faultyTaints.map((t) => `${t.key}:${t.effect}`), bindings: rows.slice(0, 50).map((r) => r.record.bindingKey) },
+        {
+          count: rows.length,
+          tolerated,
+          taints: faultyTaints.map((t) => `${t.key}:${t.effect}`),
+          bindings: rows.slice(0, 50).map((r) => r.change.record.bindingKey),
+        },
       ),
     ]);
     plane.log.info('evictions enqueued', { cluster: name, count: rows.length, tolerated });
@@ -133,31 +140,14 @@ export async function abandonEvictions(
   const waiting = (await plane.ledger.listEvictions(cluster, WAITING_STATES)).filter((row) => which(row.record));
   if (waiting.length === 0) return 0;
   const now = plane.clock.now().toISOString();
-  const updates = waiting.map(({ record, etag }) => ({ record: { ...record, state: 'abandoned' as const, message: why, updatedAt: now }, etag }));
-  let abandoned: VersionedEviction[] = [];
-  try {
-    await plane.ledger.updateEvictions(updates);
-    abandoned = waiting;
-  } catch {
-    // A row moved under us (the pacer scheduled it, a retry re-queued it); the batches without a stale
-    // row may have landed. Read each row again: ours are abandoned with this pass's stamp; a row still
-    // waiting is abandoned one by one with its new ETag.
-    for (const row of waiting) {
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const latest = await plane.ledger.getEviction(cluster, row.record.bindingKey);
-        if (!latest) break;
-        if (latest.record.state === 'abandoned' && latest.record.updatedAt === now && latest.record.message === why) {
-          abandoned.push(latest);
-          break;
-        }
-        if (!WAITING_STATES.includes(latest.record.state)) break;
-        if ((await plane.ledger.updateEviction({ ...latest.record, state: 'abandoned', message: why, updatedAt: now }, latest.etag)) !== false) {
-          abandoned.push(latest);
-          break;
-        }
-      }
-    }
-  }
+  // A row that moved under us (the pacer scheduled it, a retry re-queued it) is abandoned at its new ETag
+  // while it still waits; one that left the waiting states is not this pass's.
+  const etags = await applyRowChanges(
+    plane,
+    waiting.map(({ record, etag }) => ({ etag, change: abandon(record, why, now) })),
+    { retry: (latest) => (WAITING_STATES.includes(latest.record.state) && which(latest.record) ? abandon(latest.record, why, now) : undefined) },
+  );
+  const abandoned = waiting.filter((_, i) => etags[i] !== undefined);
   for (const row of abandoned) plane.metrics.recordProcessed(row.record.kind, 'abandoned');
   await plane.events.append([
     clusterEvent(cluster, now, 'EvictionsAbandoned', `${abandoned.length} eviction(s) abandoned: ${why}`, 'Normal', {
@@ -175,12 +165,11 @@ export async function retryBlocked(plane: ControlPlane): Promise<number> {
   const blocked = await plane.ledger.scanEvictions({ state: 'blocked' });
   if (blocked.length === 0) return 0;
   const now = plane.clock.now().toISOString();
-  const retried = [];
-  for (const { record, etag } of blocked) {
-    const next = { ...record, state: 'pending' as const, dueAt: now, updatedAt: now, message: `retrying after: ${record.message ?? 'blocked'}` };
-    if ((await plane.ledger.updateEviction(next, etag)) !== false) retried.push(next);
-  }
-  await plane.ledger.addDue(retried);
+  const etags = await applyRowChanges(
+    plane,
+    blocked.map(({ record, etag }) => ({ etag, change: retry(record, now) })),
+  );
+  const retried = etags.filter((etag) => etag !== undefined);
   return retried.length;
 }
 

@@ -49,6 +49,20 @@ export function mergeConditions(
   return { conditions: [...byType.values()].sort((a, b) => a.type.localeCompare(b.type)), transitioned };
 }
 
+/**
+ * One condition set in a list as an object's controller sets it: `lastTransitionTime` kept while its status
+ * stays, now when it changes; the others as they were.
+ */
+export function setCondition<C extends { type: string; status: string; lastTransitionTime: string }>(
+  conditions: readonly C[] | undefined,
+  condition: Omit<C, 'lastTransitionTime'>,
+  now: Date,
+): C[] {
+  const previous = conditions?.find((c) => c.type === condition.type);
+  const next = { ...condition, lastTransitionTime: previous && previous.status === condition.status ? previous.lastTransitionTime : now.toISOString() } as C;
+  return [...(conditions ?? []).filter((c) => c.type !== condition.type), next];
+}
+
 export const CLUSTER_STATUS_UNKNOWN_REASON = 'ClusterStatusUnknown';
 
 export interface HeartbeatInput {

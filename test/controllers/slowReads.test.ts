@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { applyObjects } from '../../shared/controllers/apply';
-import { executeEviction, SLOW_READ_MS } from '../../shared/controllers/evictionWorker';
+import { SLOW_READ_MS } from '../../shared/controllers/evictionChecks';
+import { executeEviction } from '../../shared/controllers/evictionWorker';
 import { runPacer, setPaused } from '../../shared/controllers/pacer';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sleep } from '../../shared/clock';
-import { SLOW_READ_MS } from '../../shared/controllers/evictionWorker';
+import { SLOW_READ_MS } from '../../shared/controllers/evictionChecks';
 import { QUEUES } from '../../shared/queue/storageQueue';
 import { TABLES } from '../../shared/store/tableStorage';
 import { startTestStorage, TestStorage } from './azurite';

@@ -135,6 +135,6 @@ describe('architecture', () => {
 
   it('sees the whole tree (the checks above are not vacuous)', () => {
     expect(files.length).toBeGreaterThan(60);
-    expect(graph.get('shared/controllers/evictionWorker.ts')).toContain('shared/controllers/scheduler.ts');
+    expect(graph.get('shared/controllers/evictionEffect.ts')).toContain('shared/controllers/scheduler.ts');
   });
 });
