@@ -3,7 +3,6 @@ import { bypassesGate } from '../failover/drain';
 import { assignSlots, directStartLeads, earliestSlot, slotHorizon, SlotLeads } from '../failover/evictionDecision';
 import { park, postpone, schedule } from '../failover/evictionRow';
 import { orderDue } from '../failover/priority';
-import { dueEntity, shardOf } from '../store/ledgerTable';
 import type { DueGroup, PacerState, VersionedEviction } from '../store/ports';
 import { errorFields } from '../telemetry/log';
 import { ATTR, inSpan, recordSpan } from '../telemetry/tracing';
@@ -170,7 +169,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
       for (const row of rows) {
         if (seen.has(row.record.bindingKey)) continue;
         if (ready.length >= limit) break;
-        const group = dueEntity(row.record).rowKey;
+        const group = plane.ledger.dueGroupOf(row.record);
         if (gateOff && !bypassesGate(row.record)) {
           seen.add(row.record.bindingKey);
           stillPending++;
@@ -198,16 +197,11 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
       // Rows behind the ones that now wait are read in another round, while this tick may still park.
       if (rows.length < asked || ready.length >= limit || parkable <= 0) break;
     }
-    // Rows come in shard order: shards before the first row read and not handled have nothing more due here.
+    // The groups the ledger has read past hold nothing more due: those before the first row read and not
+    // handled; all of them when the read came back short; those before the last row when it came back full.
     const firstLeft = rows.find((row) => !seen.has(row.record.bindingKey));
-    const lastShard = firstLeft
-      ? shardOf(firstLeft.record.bindingKey)
-      : rows.length < asked && !full
-        ? '~'
-        : rows.length > 0
-          ? shardOf(rows[rows.length - 1].record.bindingKey)
-          : '~';
-    exhausted.push(...bucket.filter((g) => g.shard < lastShard));
+    const readPast = firstLeft ?? (rows.length < asked && !full ? undefined : rows[rows.length - 1]);
+    exhausted.push(...plane.ledger.groupsBefore(bucket, readPast?.record));
   }
   // The leads count from now, not from the tick's start: the reads above may have been slow, and a slot
   // whose message goes out later than its lead allows is missed by the worker.
@@ -298,7 +292,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   // otherwise it is read again next time.
   const releasedNow = new Set(claimed.map((r) => `${r.record.bindingKey}|${r.record.cluster}`));
   const unclaimed = new Set([...ready.filter((r) => !releasedNow.has(`${r.record.bindingKey}|${r.record.cluster}`)).map((r) => r.group), ...gated]);
-  await plane.ledger.deleteDue(exhausted.filter((g) => !unclaimed.has(g.rowKey)));
+  await plane.ledger.deleteDue(exhausted.filter((g) => !unclaimed.has(g.token)));
   if (scheduled > 0) {
     plane.log.info('evictions scheduled', { count: scheduled, tier: health.tier, rate: health.rate, firstSlot: new Date(claimed[0].slot).toISOString() });
   }

@@ -5,7 +5,6 @@ import { decidedInEpisode, decideEviction, episodeStart, isFaultyTaint } from '.
 import { abandon, plan, retry, type RowChange, supersede } from '../failover/evictionRow';
 import { FAILBACK_REASON } from '../failover/failback';
 import { isUnhealthyCluster } from '../failover/fleetHealth';
-import { shardOf } from '../store/ledgerTable';
 import type { Versioned, VersionedEviction } from '../store/ports';
 import { queueNameOf } from '../telemetry/metrics';
 import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
@@ -225,8 +224,8 @@ async function restoreDueEntries(plane: ControlPlane, active: VersionedEviction[
   const now = plane.clock.now().getTime();
   const overdue = active.filter(({ record }) => record.state === 'pending' && Date.parse(record.dueAt) < now - OVERDUE_MS);
   if (overdue.length === 0) return;
-  const indexed = new Set((await plane.ledger.listDue(new Date(now).toISOString(), 100_000)).map((group) => `${group.dueAt}|${group.cluster}|${group.shard}`));
-  const lost = overdue.filter(({ record }) => !indexed.has(`${record.dueAt}|${record.cluster}|${shardOf(record.bindingKey)}`));
+  const indexed = new Set((await plane.ledger.listDue(new Date(now).toISOString(), 100_000)).map((group) => group.token));
+  const lost = overdue.filter(({ record }) => !indexed.has(plane.ledger.dueGroupOf(record)));
   if (lost.length === 0) return;
   await plane.ledger.addDue(lost.map(({ record }) => record));
   plane.log.warn('due entries restored for pending evictions the pacer could not find', {

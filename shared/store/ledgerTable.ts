@@ -1,6 +1,6 @@
 import type { TableClient } from '@azure/data-tables';
 import type { EvictionRecord, EvictionState, PlacementFacts } from '../failover/bindingModel';
-import { TableDueOrder } from './ledger/dueOrder';
+import { dueEntity, groupsBefore, TableDueOrder } from './ledger/dueOrder';
 import { TableWriteJournal, VersionedIntent, VersionedPlacement, WriteIntent, WriteJournal } from './ledger/journal';
 import { SHARDS } from './ledger/keys';
 import { ensureLedgerLayout } from './ledger/layout';
@@ -153,6 +153,12 @@ export class TableLedger implements EvictionLedger, WriteJournal {
   async deleteDue(groups: DueGroup[]): Promise<void> {
     await this.ready();
     return this.due.deleteDue(groups);
+  }
+  dueGroupOf(record: EvictionRecord): string {
+    return dueEntity(record).rowKey;
+  }
+  groupsBefore(groups: readonly DueGroup[], next: EvictionRecord | undefined): DueGroup[] {
+    return groupsBefore(groups, next);
   }
   async addDue(records: EvictionRecord[]): Promise<void> {
     await this.ready();

@@ -123,10 +123,10 @@ export interface MessageQueue<T> {
 
 /** Pending rows of one cluster shard that share a due time: the unit the pacer reads in due order. */
 export interface DueGroup {
+  /** Which group it is, as the ledger names it: opaque to its users (compare, do not parse). */
+  token: string;
   dueAt: string;
   cluster: string;
-  shard: string;
-  rowKey: string;
   /** The rows' priority (spec.schedulePriority.priority when planned), when not 0. */
   priority?: number;
   /** The FailoverBudget (`<namespace>/<name>`) holding these rows (`BudgetExceeded`), if one does. */
@@ -194,6 +194,13 @@ export interface EvictionLedger {
   pendingDue(cluster: string, dueAt: string, limit: number, group?: Pick<DueGroup, 'priority' | 'parkedFor'>): Promise<VersionedEviction[]>;
   deleteDue(groups: DueGroup[]): Promise<void>;
   addDue(records: EvictionRecord[]): Promise<void>;
+  /** The token of the due group a pending row belongs to. */
+  dueGroupOf(record: EvictionRecord): string;
+  /**
+   * Of one bucket's groups (one due key and cluster, as pendingDue reads them), those whose rows all come
+   * before `next` in pendingDue's order, all of them without `next`: nothing more is due there.
+   */
+  groupsBefore(groups: readonly DueGroup[], next: EvictionRecord | undefined): DueGroup[];
   // pacer row
   getPacerState(): Promise<{ state: PacerState; etag?: string }>;
   /** Writes the pacer row with its ETag (create when absent); false when another writer was first. */

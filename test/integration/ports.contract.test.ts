@@ -491,14 +491,13 @@ const ledger: Case[] = [
         { record: record('m1', 'blocked', { dueAt: t1, state: 'blocked' }) },
       ]);
       const group = (cluster: string, dueAt: string, name: string) => ({
+        token: l.dueGroupOf(record(cluster, name, { dueAt })),
         dueAt,
         cluster,
-        shard: shardOf(keyOf(name)),
-        rowKey: `${dueAt}|${cluster}|${shardOf(keyOf(name))}`,
       });
       const expected = [
-        ...new Map([group('m1', t1, names[0]), group('m1', t1, other), group('m2', t1, 'a'), group('m1', t2, 'later')].map((g) => [g.rowKey, g])).values(),
-      ].sort((a, b) => (a.rowKey < b.rowKey ? -1 : 1));
+        ...new Map([group('m1', t1, names[0]), group('m1', t1, other), group('m2', t1, 'a'), group('m1', t2, 'later')].map((g) => [g.token, g])).values(),
+      ].sort((a, b) => (a.token < b.token ? -1 : 1));
       expect(await l.listDue(t2, 100)).toEqual(expected);
       expect(await l.listDue(t1, 100)).toEqual(expected.filter((g) => g.dueAt === t1));
       expect(await l.listDue('2026-01-01T00:00:59.999Z', 100)).toEqual([]);
@@ -508,6 +507,22 @@ const ledger: Case[] = [
       expect(pending.every((r) => r.record.state === 'pending' && r.etag)).toBe(true);
       expect((await l.pendingDue('m1', t1, 2)).map((r) => r.record.name)).toEqual(shardOrder([...names, other]).slice(0, 2));
       expect(await l.pendingDue('m3', t1, 10)).toEqual([]);
+    },
+  ],
+  [
+    'groupsBefore: of a bucket read in shard order, the groups before the next row to read (all of them without one)',
+    async (s) => {
+      const l = await s.ledger();
+      const { names, shard } = sameShard(1, 'g');
+      const other = otherShard(shard, 'h');
+      const t1 = '2026-01-01T00:01:00.000Z';
+      await l.recordEvictions([names[0], other].map((n) => ({ record: record('m1', n, { dueAt: t1 }) })));
+      const bucket = await l.listDue(t1, 100);
+      expect(bucket).toHaveLength(2);
+      const rows = await l.pendingDue('m1', t1, 10);
+      expect(l.groupsBefore(bucket, undefined)).toEqual(bucket);
+      expect(l.groupsBefore(bucket, rows[0].record)).toEqual([]);
+      expect(l.groupsBefore(bucket, rows[1].record).map((g) => g.token)).toEqual([l.dueGroupOf(rows[0].record)]);
     },
   ],
   [

@@ -63,16 +63,25 @@ export function dueEntities(records: EvictionRecord[]): LedgerEntity[] {
   return [...markers.values(), ...groups.values()];
 }
 
-/** A due group as the port returns it (band and budget only when there are). */
+/** A due group as the port returns it (band and budget only when there are); its token is its row key. */
 export function dueGroupOf(e: Record<string, unknown>): DueGroup {
   return {
+    token: String(e.rowKey),
     dueAt: String(e.dueAt),
     cluster: String(e.cluster),
-    shard: String(e.shard),
-    rowKey: String(e.rowKey),
     ...(e.priority ? { priority: Number(e.priority) } : {}),
     ...(e.parkedFor ? { parkedFor: String(e.parkedFor) } : {}),
   };
+}
+
+/** The shard a group's token names: its row key ends `|<shard>`. */
+const shardOfToken = (token: string): string => token.slice(token.lastIndexOf('|') + 1);
+
+/** See EvictionLedger.groupsBefore: pendingDue reads a bucket's rows in shard order. */
+export function groupsBefore(groups: readonly DueGroup[], next: EvictionRecord | undefined): DueGroup[] {
+  if (!next) return [...groups];
+  const shard = shardOf(next.bindingKey);
+  return groups.filter((group) => shardOfToken(group.token) < shard);
 }
 
 /** A marker row: which range it names. */
@@ -178,13 +187,13 @@ export class TableDueOrder {
     try {
       await submit(
         this.client,
-        groups.map((group) => ['delete', { partitionKey: DUE, rowKey: group.rowKey }]),
+        groups.map((group) => ['delete', { partitionKey: DUE, rowKey: group.token }]),
       );
     } catch {
       // One of them was already gone (a batch fails whole): delete one at a time.
       for (const group of groups) {
         try {
-          await this.client.deleteEntity(DUE, group.rowKey);
+          await this.client.deleteEntity(DUE, group.token);
         } catch (error) {
           if (statusOf(error) !== 404) throw error;
         }

@@ -1,5 +1,17 @@
 import type { EvictionRecord, EvictionState, PlacementFacts } from '../../failover/bindingModel';
-import { bandDueBy, bandRows, dueEntities, dueGroupOf, DueMarker, groupKey, MARKER_ROWS, markerOfEntity, parkedRows } from '../ledger/dueOrder';
+import {
+  bandDueBy,
+  bandRows,
+  dueEntities,
+  dueEntity,
+  dueGroupOf,
+  DueMarker,
+  groupKey,
+  groupsBefore,
+  MARKER_ROWS,
+  markerOfEntity,
+  parkedRows,
+} from '../ledger/dueOrder';
 import { evictionEntity, evictionFromEntity, placementEntity, placementFromEntity } from '../ledger/entities';
 import { intentEntity, intentFromEntity, VersionedIntent, VersionedPlacement, WriteIntent, WriteJournal } from '../ledger/journal';
 import {
@@ -370,12 +382,12 @@ export class MemoryLedger implements EvictionLedger, WriteJournal {
     return this.call('deleteDue', [groups], () => {
       if (groups.length === 0) return;
       try {
-        this.table.submit(groups.map((group) => ({ type: 'delete', partitionKey: DUE, rowKey: group.rowKey })));
+        this.table.submit(groups.map((group) => ({ type: 'delete', partitionKey: DUE, rowKey: group.token })));
       } catch {
         // One of them was already gone (a batch fails whole): delete one at a time.
         for (const group of groups) {
           try {
-            this.table.transaction([{ type: 'delete', partitionKey: DUE, rowKey: group.rowKey }]);
+            this.table.transaction([{ type: 'delete', partitionKey: DUE, rowKey: group.token }]);
           } catch (error) {
             if (statusOf(error) !== 404) throw error;
           }
@@ -384,6 +396,12 @@ export class MemoryLedger implements EvictionLedger, WriteJournal {
     });
   }
 
+  dueGroupOf(record: EvictionRecord): string {
+    return dueEntity(record).rowKey;
+  }
+  groupsBefore(groups: readonly DueGroup[], next: EvictionRecord | undefined): DueGroup[] {
+    return groupsBefore(groups, next);
+  }
   addDue(records: EvictionRecord[]): Promise<void> {
     return this.call('addDue', [records], () => this.writeDue(records));
   }
