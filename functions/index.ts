@@ -24,6 +24,7 @@ import './whatIf';
 import './bindingWhy';
 import './failback';
 import './healthz';
+import './openapi';
 import './console';
 // HTTP: health and workload reports
 import './clusterStatus';

@@ -3,7 +3,7 @@ import { ApiError } from '../client';
 import { Context } from '../context';
 import { yamlOf } from '../output';
 import { age, cell, list, relative, table } from '../tables';
-import { Binding, bindingKeyName, bindingName, BindingRef, Budget, Cluster, Event, Eviction, ItemList, Policy, WhyAnswer } from '../types';
+import { Binding, bindingKeyName, bindingName, BindingRef, Budget, Cluster, Event, Eviction, ItemList, Policy, policyTaints, WhyAnswer } from '../types';
 import { bindingPath, blastRadiusText, budgetRef, EVICTION_HEADERS, evictionRows, maxInFlightText, policyMode, selectorText, waitingRows } from './get';
 
 const RECENT_EVENTS = 20;
@@ -121,9 +121,10 @@ async function whyOf(ctx: Context, path: string, binding: Binding, eventName: st
   ]);
   const ns = binding.metadata.namespace;
   return {
-    binding: { kind, ...(ns ? { namespace: ns } : {}), name: binding.metadata.name },
-    placedOn: binding.spec.clusters ?? [],
+    binding: { kind: binding.kind, ...(ns ? { namespace: ns } : {}), name: binding.metadata.name },
+    placedOn: (binding.spec.clusters ?? []).map((c) => ({ name: c.name, replicas: c.replicas ?? binding.spec.replicas ?? 0 })),
     gracefulEvictionTasks: binding.spec.gracefulEvictionTasks ?? [],
+    failback: [],
     evictions: evictions.items.filter((e) => e.binding.kind === kind && e.binding.name === binding.metadata.name && (e.binding.namespace ?? '') === (ns ?? '')),
     events: events.items,
     explanation: [],
@@ -164,7 +165,7 @@ async function describeBinding(ctx: Context, ref: string, namespace?: string): P
     tasks.length
       ? table(
           ['FROM', 'PURGEMODE', 'REASON', 'PRODUCER', 'AGE'],
-          tasks.map((t) => [t.fromCluster, cell(t.purgeMode), cell(t.reason), cell(t.producer), age(t.creationTimestamp)]),
+          tasks.map((t) => [t.fromCluster, cell(t.purgeMode as string | undefined), cell(t.reason), cell(t.producer), age(t.creationTimestamp)]),
         )
       : undefined,
   );
@@ -205,14 +206,15 @@ async function describePolicy(ctx: Context, name: string): Promise<string> {
     [
       'Taints',
       list(
-        (policy.spec.taintsToAdd ?? []).map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`),
+        policyTaints(policy).map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`),
         ', ',
       ),
     ],
     ['Created', when(policy.metadata.creationTimestamp)],
     ['Rules', cell(status.rules)],
   ]);
-  if (policy.spec.targetCluster) text += section('Target clusters', await yamlOf(policy.spec.targetCluster));
+  const target = 'taintsToAdd' in policy.spec ? policy.spec.targetCluster : policy.spec.targetClusters;
+  if (target) text += section('Target clusters', await yamlOf(target));
   text += conditionsSection(status.conditions ?? []);
   const b = status.blastRadius;
   text += section(

@@ -3,7 +3,7 @@ import { ApiError, Client } from '../client';
 import { Context } from '../context';
 import { printData } from '../output';
 import { age, cell, list, relative, table } from '../tables';
-import { Binding, bindingName, Budget, Cluster, Eviction, Failback, FailbackAnswer, ItemList, Policy, Template } from '../types';
+import { Binding, bindingName, Budget, Cluster, Eviction, Failback, FailbackAnswer, ItemList, Policy, policyTaints, Template } from '../types';
 
 /** The resource words `get` accepts, with their aliases. */
 const RESOURCES: Record<string, string[]> = {
@@ -117,12 +117,12 @@ async function getBindings(ctx: Context, name?: string): Promise<void> {
     const target = bindingPath(name, namespace);
     const one = await ctx.client.get<Binding>(target.path);
     data = one;
-    items = [{ kind: target.kind, ...one }];
+    items = [one];
   } else {
     const namespaced = ctx.client.get<ItemList<Binding>>(namespace ? `resourcebindings/${encodeURIComponent(namespace)}` : 'resourcebindings');
     const clusterScoped = namespace ? Promise.resolve({ items: [] }) : ctx.client.get<ItemList<Binding>>('clusterresourcebindings');
     const [rb, crb] = await Promise.all([namespaced, clusterScoped]);
-    items = [...rb.items.map((b) => ({ kind: 'ResourceBinding', ...b })), ...crb.items.map((b) => ({ kind: 'ClusterResourceBinding', ...b }))];
+    items = [...rb.items, ...crb.items];
     data = { kind: 'List', items };
   }
   const wide = ctx.output === 'wide';
@@ -218,7 +218,7 @@ async function getPolicies(ctx: Context, name?: string): Promise<void> {
         p.metadata.name,
         cell(p.status?.shape),
         policyMode(p),
-        list((p.spec.taintsToAdd ?? []).map((t) => `${t.key}:${t.effect}`)),
+        list(policyTaints(p).map((t) => `${t.key}:${t.effect}`)),
         policyCondition(p, 'EvictionInProgress')?.status ?? '<unknown>',
         blastRadiusText(p),
         age(p.metadata.creationTimestamp),

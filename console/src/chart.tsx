@@ -30,7 +30,7 @@ export function HistoryChart({ history }: { history: History }) {
   const data: uPlot.AlignedData = [
     history.points.map((p) => Date.parse(p.at) / 1000),
     history.points.map((p) => p.evictionsPerSecond),
-    history.points.map((p) => TIER_LEVEL[p.tier] ?? null),
+    history.points.map((p) => TIER_LEVEL[p.tier as Tier] ?? null),
   ];
   const times = data[0] as number[];
   const first = times[0] ?? Date.parse(history.from) / 1000;

@@ -5,6 +5,7 @@ import { ConditionList } from './fleet';
 import { bindingHref, bindingName, mapLimited, plural } from './format';
 import { usePoll } from './state';
 import type { BindingRef, Condition, FleetEvent, Policy } from './types';
+import { policyTaints } from './types';
 
 /** What a shadow policy would have done (events on the policy). */
 const FINDINGS = ['WouldTaint', 'WouldEvict'];
@@ -103,7 +104,11 @@ export function PoliciesView() {
                     <td>
                       <ModeBadge policy={p} /> <small>{p.status?.shape ?? ''}</small>
                     </td>
-                    <td>{(p.spec.taintsToAdd ?? []).map((t) => `${t.key}:${t.effect}`).join(', ') || '—'}</td>
+                    <td>
+                      {policyTaints(p)
+                        .map((t) => `${t.key}:${t.effect}`)
+                        .join(', ') || '—'}
+                    </td>
                     <td>
                       <ConditionList conditions={p.status?.conditions} empty="none yet" since={false} tone={policyConditionTone} />
                     </td>
@@ -219,7 +224,11 @@ export function PolicyView({ name }: { name: string }) {
               </div>
               <div>
                 <dt>Taints</dt>
-                <dd>{(p.spec.taintsToAdd ?? []).map((t) => `${t.key}:${t.effect}`).join(', ') || '—'}</dd>
+                <dd>
+                  {policyTaints(p)
+                    .map((t) => `${t.key}:${t.effect}`)
+                    .join(', ') || '—'}
+                </dd>
               </div>
             </dl>
             {p.status?.rules ? <p class="small">{p.status.rules}</p> : null}

@@ -38,6 +38,7 @@ async function summarize(rows: LedgerRow[]): Promise<QueueSummary> {
         cluster,
         faulty: fleet.faultyClusters.includes(cluster),
         draining: false,
+        since: null,
         pending: 0,
         scheduled: 0,
         blocked: 0,

@@ -197,7 +197,7 @@ export function WorkloadPicker() {
           items.length ? (
             <ul class="columns">
               {items.slice(0, 500).map((b) => {
-                const ref = { kind: 'ResourceBinding', namespace: b.metadata.namespace, name: b.metadata.name };
+                const ref = { kind: 'ResourceBinding' as const, namespace: b.metadata.namespace, name: b.metadata.name };
                 return (
                   <li key={bindingName(ref)}>
                     <a href={bindingHref(ref)}>{bindingName(ref)}</a>

@@ -310,7 +310,14 @@ export function decodeApplyDocuments(documents: unknown[]): AppliedObject[] {
     if (!isApplyKind(kind)) {
       const near = typeof kind === 'string' ? closestName(kind, kinds) : undefined;
       const hint = near ? `; did you mean "${near}"?` : '';
-      errors.push({ document: index, path: 'kind', message: `unsupported kind ${JSON.stringify(kind ?? null)}${hint} (supported: ${kinds.join(', ')})` });
+      // A missing or non-string kind is told as such, not as a kind named "null".
+      const problem =
+        kind === undefined || kind === null
+          ? 'required field is missing'
+          : typeof kind === 'string'
+            ? `unsupported kind ${JSON.stringify(kind)}${hint}`
+            : `expected a string, got ${Array.isArray(kind) ? 'array' : typeof kind}`;
+      errors.push({ document: index, path: 'kind', message: `${problem} (supported: ${kinds.join(', ')})` });
       return;
     }
     const parsed = APPLY_KINDS[kind].safeParse(doc, { reportInput: true });

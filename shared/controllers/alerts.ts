@@ -1,3 +1,4 @@
+import type { AlertAnswer } from '../api/contract/views';
 import { ApiError } from '../api/errors';
 import type { AlertBatch } from '../failover/alertMapping';
 import { reportClusterStatus } from './clusters';
@@ -6,11 +7,8 @@ import type { ControlPlane } from './ports';
 /** The annotation (resource IDs hold "/", which label values may not) that maps an Azure resource to a cluster. */
 export const AZURE_RESOURCE_ANNOTATION = 'failover.io/azure-resource-id';
 
-export interface AlertOutcome {
-  applied: Array<{ cluster: string; conditions: string[]; transitioned: string[] }>;
-  unknownClusters: string[];
-  unmatched: AlertBatch['unmatched'];
-}
+/** What a webhook answers: the contract's shape. */
+export type AlertOutcome = AlertAnswer;
 
 /**
  * Applies a monitoring notification: one write per cluster, all of its conditions at once. Clusters that

@@ -1,3 +1,4 @@
+import type { ApplyAnswer } from '../api/contract/views';
 import type { AppliedObject } from '../api/decode';
 import { reportedErrors } from '../api/decode';
 import { ApiError, FieldError, ManagedInKarmadaError } from '../api/errors';
@@ -52,7 +53,7 @@ export function objectsTooLargeToStore(objects: readonly AppliedObject[]): Array
  * after the request's own policies, so a template and its policy in one request derive the binding once).
  * Consecutive bindings go together (`applyBindings`). Results in the order given.
  */
-export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]): Promise<Array<{ kind: string; name: string; action: ApplyAction }>> {
+export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]): Promise<ApplyAnswer['results']> {
   // Karmada mode: every kind we accept is Karmada's, applied to its API server (nothing here is half-applied).
   const first = objects[0];
   if (plane.karmada && first) throw new ManagedInKarmadaError(first.kind === 'ResourceTemplate' ? first.object.kind : first.kind);

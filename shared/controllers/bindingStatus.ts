@@ -1,3 +1,4 @@
+import type { BindingStatusAnswer } from '../api/contract/views';
 import { ApiError } from '../api/errors';
 import type { BindingStatusReport } from '../api/resources';
 import { bindingKey, BindingRef } from '../failover/bindingModel';
@@ -10,7 +11,7 @@ import { bindingResource } from './views';
  * POST .../status: workload health per cluster (status.aggregatedStatus), then application failover (the
  * Unhealthy stretch, a due eviction) and the graceful-eviction sweep of that binding. Undefined: no binding.
  */
-export async function reportBindingStatus(plane: ControlPlane, ref: BindingRef, report: BindingStatusReport) {
+export async function reportBindingStatus(plane: ControlPlane, ref: BindingRef, report: BindingStatusReport): Promise<BindingStatusAnswer | undefined> {
   if (plane.karmada) {
     throw new ApiError(409, "Karmada mode: a binding's status.aggregatedStatus is written by Karmada's binding-status controller and read from there");
   }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { BindingView } from '../api/contract/views';
 import type { ClusterResourceBindingInput, ResourceBindingInput } from '../api/resources';
 import { bindingKey, BindingRef } from '../failover/bindingModel';
 import { isFaultyTaint } from '../failover/evictionDecision';
@@ -116,13 +117,13 @@ export async function deleteBinding(plane: ControlPlane, ref: BindingRef, why?: 
 }
 
 /** ResourceBindings (all, or one namespace's) or ClusterResourceBindings, as the API shows them. */
-export async function listBindings(plane: ControlPlane, kind: BindingRef['kind'], namespace?: string) {
+export async function listBindings(plane: ControlPlane, kind: BindingRef['kind'], namespace?: string): Promise<BindingView[]> {
   // Keys are `rb:<namespace>:<name>` and `crb:<name>` (bindingKey): a prefix selects a kind or a namespace.
   const prefix = kind === 'ClusterResourceBinding' ? 'crb:' : namespace ? `rb:${namespace}:` : 'rb:';
   return (await plane.bindings.list()).filter((entry) => entry.id.startsWith(prefix)).map((entry) => bindingResource(entry.value, entry.etag));
 }
 
-export async function getBinding(plane: ControlPlane, ref: BindingRef) {
+export async function getBinding(plane: ControlPlane, ref: BindingRef): Promise<BindingView | undefined> {
   const entry = await plane.bindings.get(bindingKey(ref));
   return entry ? bindingResource(entry.value, entry.etag) : undefined;
 }

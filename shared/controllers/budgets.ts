@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { BudgetView } from '../api/contract/views';
 import { ManagedInKarmadaError } from '../api/errors';
 import type { FailoverBudgetInput } from '../api/resources';
 import { isPercentage, resolveMaxInFlight } from '../failover/budget';
@@ -75,14 +76,14 @@ async function view(plane: ControlPlane, record: FailoverBudgetRecord, etag: str
 }
 
 /** GET /api/failoverbudgets[/{namespace}]. */
-export async function listBudgets(plane: ControlPlane, namespace?: string) {
+export async function listBudgets(plane: ControlPlane, namespace?: string): Promise<BudgetView[]> {
   const entries = (await ports(plane).rules.list()).filter((entry) => !namespace || entry.value.namespace === namespace);
   entries.sort((a, b) => a.id.localeCompare(b.id));
   return Promise.all(entries.map((entry) => view(plane, entry.value, entry.etag)));
 }
 
 /** GET /api/failoverbudgets/{namespace}/{name}. */
-export async function getBudget(plane: ControlPlane, ref: { namespace: string; name: string }) {
+export async function getBudget(plane: ControlPlane, ref: { namespace: string; name: string }): Promise<BudgetView | undefined> {
   const entry = await ports(plane).rules.get(budgetId(ref));
   return entry ? view(plane, entry.value, entry.etag) : undefined;
 }

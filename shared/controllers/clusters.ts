@@ -1,3 +1,4 @@
+import type { ClusterView } from '../api/contract/views';
 import { ApiError, badRequest, notFound } from '../api/errors';
 import type { ClusterInput, StatusReport } from '../api/resources';
 import {
@@ -308,11 +309,11 @@ export async function deleteCluster(plane: ControlPlane, name: string): Promise<
 }
 
 /** Every cluster as the API shows it, by name. */
-export async function listClusters(plane: ControlPlane) {
+export async function listClusters(plane: ControlPlane): Promise<ClusterView[]> {
   return (await plane.clusters.list()).map((entry) => clusterResource(entry.value, entry.etag)).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
 }
 
-export async function getCluster(plane: ControlPlane, name: string) {
+export async function getCluster(plane: ControlPlane, name: string): Promise<ClusterView | undefined> {
   const entry = await plane.clusters.get(name);
   return entry ? clusterResource(entry.value, entry.etag) : undefined;
 }

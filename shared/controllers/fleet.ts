@@ -1,3 +1,4 @@
+import type { EvictionView, FleetAnswer, FleetHistory, QueueSummary, QueueSummaryEntry, ServiceHealth, SwitchAnswer } from '../api/contract/views';
 import type { EvictionState } from '../failover/bindingModel';
 import { bypassesGate, isCordonTaint } from '../failover/drain';
 import { decidedInEpisode, earliestTime, isFaultyTaint } from '../failover/evictionDecision';
@@ -11,9 +12,7 @@ import { currentFleetHealth } from './state/reads';
 import { evictionView, fleetView } from './views';
 
 /** The app's own health: degraded in Karmada mode when the Karmada API server cannot be used, with why. */
-export async function serviceHealth(
-  plane: ControlPlane,
-): Promise<{ status: 'ok' | 'degraded'; mode: 'standalone' | 'karmada'; reason?: string; since?: string }> {
+export async function serviceHealth(plane: ControlPlane): Promise<ServiceHealth> {
   if (!plane.karmada) return { status: 'ok', mode: 'standalone' };
   const connection = await karmadaConnection(plane);
   if (!connection) return { status: 'degraded', mode: 'karmada', reason: 'not synchronised with the Karmada API server yet' };
@@ -21,7 +20,7 @@ export async function serviceHealth(
 }
 
 /** GET /api/fleet: fleet health, the eviction tier and rate, the switches, and the ledger's waiting rows. */
-export async function fleetStatus(plane: ControlPlane): Promise<ReturnType<typeof fleetView> & Awaited<ReturnType<typeof serviceHealth>>> {
+export async function fleetStatus(plane: ControlPlane): Promise<FleetAnswer> {
   const service = await serviceHealth(plane);
   // Karmada's API server failing answers 503 with its reason (shared/http/respond.ts), as every read route does.
   const [health, { state }, waiting] = await Promise.all([
@@ -37,13 +36,13 @@ export async function fleetStatus(plane: ControlPlane): Promise<ReturnType<typeo
 }
 
 /** GET /api/evictions: the ledger, by due time then cluster. */
-export async function listEvictions(plane: ControlPlane, filter: { cluster?: string; state?: EvictionState }): Promise<Array<ReturnType<typeof evictionView>>> {
+export async function listEvictions(plane: ControlPlane, filter: { cluster?: string; state?: EvictionState }): Promise<EvictionView[]> {
   const rows = await plane.ledger.scanEvictions(filter);
   return rows.map(({ record }) => evictionView(record)).sort((a, b) => (a.dueAt < b.dueAt ? -1 : a.dueAt > b.dueAt ? 1 : a.cluster.localeCompare(b.cluster)));
 }
 
 /** POST /api/failover/pause | resume. A resume also lets the application failovers the pause held go now. */
-export async function switchEvictions(plane: ControlPlane, action: 'pause' | 'resume', actor?: string): Promise<{ paused: boolean; failoverEnabled: boolean }> {
+export async function switchEvictions(plane: ControlPlane, action: 'pause' | 'resume', actor?: string): Promise<SwitchAnswer> {
   await setPaused(plane, action === 'pause', actor);
   if (action === 'resume') await applicationFailoverResync(plane);
   return { paused: action === 'pause', failoverEnabled: plane.config.failoverEnabled };
@@ -58,29 +57,14 @@ export type HeldBy = 'gate' | 'paused' | 'halted' | null;
 const heldBy = (failoverEnabled: boolean, paused: boolean, rate: number, draining: boolean): HeldBy =>
   !failoverEnabled && !draining ? 'gate' : paused ? 'paused' : rate <= 0 ? 'halted' : null;
 
-export interface QueueSummaryEntry {
-  cluster: string;
-  faulty: boolean;
-  draining: boolean;
-  /** Since when the cluster has been faulty or drained: rows decided before belong to an earlier episode. */
-  since: string | null;
-  pending: number;
-  scheduled: number;
-  blocked: number;
-  done: number;
-  abandoned: number;
-  failed: number;
-  blockedReasons: Array<{ reason: string; count: number }>;
-  /** When the cluster's last waiting eviction would run at the current rate (null: held, or nothing waits). */
-  lastEta: string | null;
-}
+export type { QueueSummaryEntry } from '../api/contract/views';
 
 /**
  * GET /api/evictions/summary: the eviction queue per cluster that is faulty, drained, or has rows waiting:
  * counts by state for its current episode, why rows are blocked, and when its last eviction would run at
  * the current rate (the pacer's order and slots, forecast by failover/slotForecast.ts).
  */
-export async function evictionQueueSummary(plane: ControlPlane) {
+export async function evictionQueueSummary(plane: ControlPlane): Promise<QueueSummary> {
   const now = plane.clock.now();
   const [health, { state: pacer }, active] = await Promise.all([
     currentFleetHealth(plane, 0),
@@ -154,7 +138,7 @@ const historyCache = new RecentCache<{ done: number[]; tiers: Array<{ at: number
  * (from the RateTierChanged events) over the last `minutes`, in 10 s buckets. Kept by this process for 5 s:
  * the console polls it.
  */
-export async function fleetHistory(plane: ControlPlane, minutes: number) {
+export async function fleetHistory(plane: ControlPlane, minutes: number): Promise<FleetHistory> {
   const now = plane.clock.now().getTime();
   const from = now - minutes * 60_000;
   const { done, tiers, tierNow } = await historyCache.get(plane, async () => {

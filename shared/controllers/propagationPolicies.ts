@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { PropagationPolicyView } from '../api/contract/views';
 import type { ClusterPropagationPolicyInput, PropagationPolicyInput } from '../api/resources';
 import { policyDisplay, policyKey, PolicyRef } from '../failover/propagation';
 import { keep, mutate, write } from '../store/optimistic';
@@ -156,7 +157,7 @@ export async function rederiveBindings(plane: ControlPlane): Promise<number> {
 }
 
 /** PropagationPolicies (all, or one namespace's) or ClusterPropagationPolicies, as the API shows them. */
-export async function listPropagationPolicies(plane: ControlPlane, kind: PolicyRef['kind'], namespace?: string) {
+export async function listPropagationPolicies(plane: ControlPlane, kind: PolicyRef['kind'], namespace?: string): Promise<PropagationPolicyView[]> {
   // Keys are `pp:<namespace>:<name>` and `cpp:<name>` (policyKey): a prefix selects a kind or a namespace.
   const prefix = kind === 'ClusterPropagationPolicy' ? 'cpp:' : namespace ? `pp:${namespace}:` : 'pp:';
   return (await plane.propagationPolicies.list())
@@ -164,7 +165,7 @@ export async function listPropagationPolicies(plane: ControlPlane, kind: PolicyR
     .map((entry) => propagationPolicyResource(entry.value, entry.etag));
 }
 
-export async function getPropagationPolicy(plane: ControlPlane, ref: PolicyRef) {
+export async function getPropagationPolicy(plane: ControlPlane, ref: PolicyRef): Promise<PropagationPolicyView | undefined> {
   const entry = await plane.propagationPolicies.get(policyKey(ref));
   return entry ? propagationPolicyResource(entry.value, entry.etag) : undefined;
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { AcknowledgeAnswer, TaintPolicyListItem, TaintPolicyView } from '../api/contract/views';
 import { type ClusterTaintPolicyInput, type TaintPolicyShape, taintPolicyShape } from '../api/resources';
 import { mapConcurrent } from '../concurrency';
 import { acknowledge, blastRadiusLimit, settle } from '../failover/blastRadius';
@@ -82,7 +83,7 @@ export async function deleteTaintPolicy(plane: ControlPlane, name: string): Prom
 }
 
 /** Every ClusterTaintPolicy as the API shows it, by name, with its shape. */
-export async function listTaintPolicies(plane: ControlPlane) {
+export async function listTaintPolicies(plane: ControlPlane): Promise<TaintPolicyListItem[]> {
   return (await plane.policies.list())
     .map((entry) => ({ ...policyResource(entry.value, entry.etag), status: { shape: taintPolicyShape(entry.value.spec) } }))
     .sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
@@ -103,7 +104,7 @@ export interface TaintPolicyAction {
  * One ClusterTaintPolicy, with its shape, what that shape does, and its latest taint actions (newest
  * last): on which cluster, which taint, and which rule acted. `status` is ignored on apply.
  */
-export async function getTaintPolicy(plane: ControlPlane, name: string) {
+export async function getTaintPolicy(plane: ControlPlane, name: string): Promise<TaintPolicyView | undefined> {
   const entry = await plane.policies.get(name);
   if (!entry) return undefined;
   const shape = taintPolicyShape(entry.value.spec);
@@ -165,18 +166,7 @@ function policyStatusView(plane: ControlPlane, policy: PolicyRecord, state: Poli
   };
 }
 
-export interface AcknowledgeAnswer {
-  kind: 'ClusterTaintPolicy';
-  name: string;
-  /** The policy now has an acknowledgement in force (given by this call or an earlier one). */
-  acknowledged: boolean;
-  /** This call changed something (false: already acknowledged, or nothing to acknowledge). */
-  changed: boolean;
-  /** Clusters whose taint the guard had refused, now evaluated again. */
-  reevaluated: string[];
-  message: string;
-  conditions: Condition[];
-}
+export type { AcknowledgeAnswer } from '../api/contract/views';
 
 /**
  * POST /api/clustertaintpolicies/{name}/acknowledge: an admin accepts the policy's exceeded blast radius.

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { TemplateView } from '../api/contract/views';
 import type { TemplateInput } from '../api/templates';
 import { mapConcurrent } from '../concurrency';
 import { bindingKey } from '../failover/bindingModel';
@@ -290,7 +291,7 @@ export async function deleteTemplate(plane: ControlPlane, ref: TemplateRef): Pro
   return true;
 }
 
-export async function listTemplates(plane: ControlPlane, filter: { apiVersion?: string; kind?: string; namespace?: string } = {}) {
+export async function listTemplates(plane: ControlPlane, filter: { apiVersion?: string; kind?: string; namespace?: string } = {}): Promise<TemplateView[]> {
   return (await plane.templates.list())
     .map((entry) => entry.value)
     .filter(
@@ -302,7 +303,7 @@ export async function listTemplates(plane: ControlPlane, filter: { apiVersion?: 
     .map(templateView);
 }
 
-export async function getTemplate(plane: ControlPlane, ref: TemplateRef) {
+export async function getTemplate(plane: ControlPlane, ref: TemplateRef): Promise<TemplateView | undefined> {
   const namespace = templateNamespace(ref.kind, ref.namespace);
   const entry = await plane.templates.get(templateKey({ ...ref, ...(namespace !== undefined ? { namespace } : { namespace: undefined }) }));
   return entry ? templateView(entry.value) : undefined;

@@ -1,3 +1,15 @@
+import type {
+  BindingView,
+  BudgetView,
+  ClusterView,
+  EvictionView,
+  FailbackItem,
+  FleetView,
+  MetadataView,
+  PropagationPolicyView,
+  TaintPolicyListItem,
+  TemplateView,
+} from '../api/contract/views';
 import type { FailoverBudgetSpec } from '../api/resources';
 import type { EvictionRecord } from '../failover/bindingModel';
 import type { FleetHealth } from '../failover/fleetHealth';
@@ -5,13 +17,16 @@ import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecor
 
 /**
  * What the HTTP API returns, built from what is stored: the Karmada-shaped objects (plus what explains
- * them), ledger rows and the fleet. One module, so every endpoint shows the same shape.
+ * them), ledger rows and the fleet. One module, so every endpoint shows the same shape; each shape is the
+ * contract's (shared/api/contract/views.ts), so the OpenAPI document and these builders cannot drift apart.
  */
+
+export type { FailbackItem, TemplateView } from '../api/contract/views';
 
 const CLUSTER_API_VERSION = 'cluster.karmada.io/v1alpha1';
 const POLICY_API_VERSION = 'policy.karmada.io/v1alpha1';
 
-const metadataView = (record: StoredMetadata, etag?: string) => ({
+const metadataView = (record: StoredMetadata, etag?: string): MetadataView => ({
   name: record.name,
   uid: record.uid,
   creationTimestamp: record.createdAt,
@@ -22,7 +37,7 @@ const metadataView = (record: StoredMetadata, etag?: string) => ({
 });
 
 /** The Karmada-shaped Cluster the API returns, plus what explains its taints. */
-export function clusterResource(record: ClusterRecord, etag?: string) {
+export function clusterResource(record: ClusterRecord, etag?: string): ClusterView {
   return {
     apiVersion: CLUSTER_API_VERSION,
     kind: 'Cluster',
@@ -42,7 +57,7 @@ export function clusterResource(record: ClusterRecord, etag?: string) {
   };
 }
 
-export function policyResource(record: PolicyRecord, etag?: string) {
+export function policyResource(record: PolicyRecord, etag?: string): Omit<TaintPolicyListItem, 'status'> {
   return {
     apiVersion: POLICY_API_VERSION,
     kind: 'ClusterTaintPolicy',
@@ -51,7 +66,7 @@ export function policyResource(record: PolicyRecord, etag?: string) {
   };
 }
 
-export function propagationPolicyResource(record: PropagationPolicyRecord, etag?: string) {
+export function propagationPolicyResource(record: PropagationPolicyRecord, etag?: string): PropagationPolicyView {
   return {
     apiVersion: POLICY_API_VERSION,
     kind: record.kind,
@@ -60,7 +75,7 @@ export function propagationPolicyResource(record: PropagationPolicyRecord, etag?
   };
 }
 
-export function bindingResource(record: BindingRecord, etag?: string) {
+export function bindingResource(record: BindingRecord, etag?: string): BindingView {
   return {
     apiVersion: 'work.karmada.io/v1alpha2',
     kind: record.kind,
@@ -71,7 +86,7 @@ export function bindingResource(record: BindingRecord, etag?: string) {
 }
 
 /** One ledger row as GET /api/evictions shows it. */
-export function evictionView(record: EvictionRecord) {
+export function evictionView(record: EvictionRecord): EvictionView {
   return {
     cluster: record.cluster,
     binding: { kind: record.kind, ...(record.namespace ? { namespace: record.namespace } : {}), name: record.name },
@@ -95,24 +110,7 @@ export function evictionView(record: EvictionRecord) {
   };
 }
 
-export type FailbackState = 'waiting-for-home' | 'counting' | 'queued' | 'scheduled' | 'done';
-
-/** One failback of a binding as GET /api/failback (and the why-API) shows it. */
-export interface FailbackItem {
-  binding: { kind: BindingRecord['kind']; namespace?: string; name: string };
-  home: string;
-  replacedBy: string[];
-  /** The window of the binding's policy now (the one recorded with the entry once the annotation is gone). */
-  windowSeconds: number;
-  healthySince?: string;
-  dueAt?: string;
-  state: FailbackState;
-  /** In words: what it waits for, or when it goes (or went) home. */
-  why: string;
-  evictedAt: string;
-  doneAt?: string;
-  row?: ReturnType<typeof evictionView>;
-}
+export type FailbackState = FailbackItem['state'];
 
 export function failbackItemView(
   binding: Pick<BindingRecord, 'kind' | 'namespace' | 'name'>,
@@ -124,7 +122,7 @@ export function failbackItemView(
     why: string;
     healthySince?: string;
     dueAt?: string;
-    row?: ReturnType<typeof evictionView>;
+    row?: EvictionView;
   },
 ): FailbackItem {
   return {
@@ -147,7 +145,7 @@ export function budgetResource(
   record: StoredMetadata & { namespace: string; spec: FailoverBudgetSpec },
   flight: { inFlight: Array<{ binding: string; cluster: string; since: string }>; limit?: number; matching?: number },
   etag?: string,
-) {
+): BudgetView {
   return {
     apiVersion: 'failover.io/v1alpha1',
     kind: 'FailoverBudget',
@@ -167,7 +165,7 @@ export function fleetView(
   health: FleetHealth & { faulty: number; faultyClusters: string[]; unhealthyClusters: string[] },
   switches: { failoverEnabled: boolean; paused: boolean },
   waiting: { pending: number; scheduled: number },
-) {
+): FleetView {
   return {
     total: health.total,
     unhealthy: health.unhealthy,
@@ -185,11 +183,6 @@ export function fleetView(
 }
 
 /** A resource template as the API shows it: the manifest with its server metadata. A Secret's values are never shown. */
-export interface TemplateView {
-  [field: string]: unknown;
-  metadata: { [field: string]: unknown; name: string; namespace?: string; uid: string; resourceVersion: string; labels?: Record<string, string> };
-}
-
 export function templateView(record: TemplateRecord): TemplateView {
   const manifest = { ...record.manifest };
   if (record.apiVersion === 'v1' && record.kind === 'Secret') {
@@ -200,6 +193,9 @@ export function templateView(record: TemplateRecord): TemplateView {
   }
   return {
     ...manifest,
+    // The manifest's own (equal) values: restated so the type says what every template has.
+    apiVersion: record.apiVersion,
+    kind: record.kind,
     metadata: {
       ...(record.manifest.metadata as Record<string, unknown>),
       name: record.name,

@@ -1,8 +1,9 @@
+import type { WhatIfAnswer } from '../api/contract/views';
 import { badRequest } from '../api/errors';
 import type { WhatIfRequest } from '../api/resources';
 import { mapConcurrent } from '../concurrency';
 import { ACTIVE_STATES, bindingKey, EvictionState } from '../failover/bindingModel';
-import { whatIf, WhatIfBindingSpec, WhatIfResult } from '../failover/whatIf';
+import { whatIf, WhatIfBindingSpec } from '../failover/whatIf';
 import { DELIVERY_LEAD_MS, MIN_SLOT_LEAD_MS } from './pacer';
 import type { ControlPlane } from './ports';
 import { clusterFacts, taintPolicy } from './records';
@@ -18,7 +19,7 @@ const READ_CONCURRENCY = 32;
  * clusters' placement and ledger rows, their bindings, the rows already waiting and the pacer's row) with
  * reads only, and asks the pure simulation (failover/whatIf.ts). Writes nothing.
  */
-export async function whatIfFailure(plane: ControlPlane, request: WhatIfRequest): Promise<WhatIfResult & { mode: 'standalone' | 'karmada' }> {
+export async function whatIfFailure(plane: ControlPlane, request: WhatIfRequest): Promise<WhatIfAnswer> {
   const [clusters, policies, pacer, waiting] = await Promise.all([
     plane.clusters.list(),
     loadTaintPolicies(plane, 0),

@@ -1,3 +1,4 @@
+import type { WhyAnswer } from '../api/contract/views';
 import { bindingKey, BindingRef, displayName, EvictionRecord } from '../failover/bindingModel';
 import { DRAIN_REASON } from '../failover/drain';
 import { FAILBACK_REASON } from '../failover/failback';
@@ -13,7 +14,7 @@ const EVENT_LIMIT = 200;
  * about it (one read per cluster it is, was or is leaving: its placement, its tasks, its eviction marks and
  * its application-failover history), its events, and one sentence per decision, newest last.
  */
-export async function explainBinding(plane: ControlPlane, ref: BindingRef) {
+export async function explainBinding(plane: ControlPlane, ref: BindingRef): Promise<WhyAnswer | undefined> {
   const key = bindingKey(ref);
   const binding = await plane.bindings.get(key);
   if (!binding) return undefined;
