@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { PlaneCaches } from './cache';
 import { systemClock } from './clock';
 import { AppConfig, loadConfig } from './config';
 import type {
@@ -95,6 +96,7 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
     applicationFailover: new StorageMessageQueue<ApplicationFailoverMessage>(storage.queue(QUEUES.applicationFailover)),
     metrics: new FailoverMetrics(),
     clock: systemClock,
+    caches: new PlaneCaches(),
     // Karmada mode: a cluster exists when Karmada has it; a report never registers one.
     config: karmada ? { ...config, autoRegisterClusters: false } : config,
     log,

@@ -1,6 +1,7 @@
 import type { ClusterView } from '../api/contract/views';
 import { ApiError, badRequest, notFound } from '../api/errors';
 import type { ClusterInput, StatusReport } from '../api/resources';
+import { PlaneState } from '../cache';
 import {
   CLUSTER_STATUS_UNKNOWN_REASON,
   heartbeatFreshnessSeconds,
@@ -33,7 +34,7 @@ interface Seen {
   /** The newest observedAt accepted here. */
   observedAt?: string;
 }
-const seenReports = new WeakMap<object, Map<string, Seen>>();
+const seenReports = new PlaneState<Map<string, Seen>>('clusterSeenReports');
 const MAX_SEEN_CLUSTERS = 100_000;
 
 function seenOf(plane: ControlPlane): Map<string, Seen> {

@@ -1,3 +1,4 @@
+import { RecentCache } from '../cache';
 import { sleep } from '../clock';
 import { parseBindingKey } from '../failover/bindingModel';
 import { FAILBACK_REASON } from '../failover/failback';
@@ -9,14 +10,13 @@ import { settleEviction } from './evictionEffect';
 import { settleFailback } from './failbackEffect';
 import { unschedule } from './pacer';
 import type { ControlPlane, EvictionBatch, EvictionMessage } from './ports';
-import { RecentCache } from './state/cache';
 import { recentPacerState } from './state/reads';
 
 const MAX_SLOT_WAIT_MS = 15_000;
 /** A scheduled row this long past its slot has lost its message or its worker (a live worker acts at the slot). */
 export const REPAIR_AFTER_MS = 10_000;
 /** When this process last scanned and found no scheduled row at all. */
-const cleanScans = new RecentCache<number>(Number.POSITIVE_INFINITY);
+const cleanScans = new RecentCache<number>('cleanRepairScans', Number.POSITIVE_INFINITY);
 
 export type { WorkerOutcome } from './evictionCommit';
 

@@ -1,3 +1,4 @@
+import { PlaneState, RecentCache } from '../cache';
 import { ACTIVE_STATES, bindingKey, displayName, EvictionRecord, pendingEviction } from '../failover/bindingModel';
 import { abandon, plan, redate, type RowChange } from '../failover/evictionRow';
 import {
@@ -56,12 +57,11 @@ interface PolicyWindows {
  * and an edit of the annotation is seen within it.
  */
 export const POLICY_WINDOWS_TTL_MS = 10_000;
-const policyWindows = new WeakMap<object, { at: number; value: Promise<PolicyWindows> }>();
+const policyWindows = new RecentCache<Promise<PolicyWindows>>('failbackPolicyWindows', POLICY_WINDOWS_TTL_MS);
 
 function loadPolicyWindows(plane: ControlPlane): Promise<PolicyWindows> {
-  const now = plane.clock.now().getTime();
-  const hit = policyWindows.get(plane);
-  if (hit && now - hit.at < POLICY_WINDOWS_TTL_MS && now >= hit.at) return hit.value;
+  const hit = policyWindows.peek(plane);
+  if (hit) return hit;
   const value = plane.propagationPolicies.list().then((listed) => ({
     candidates: listed.map(({ value }) => ({
       kind: value.kind,
@@ -71,9 +71,9 @@ function loadPolicyWindows(plane: ControlPlane): Promise<PolicyWindows> {
     })),
     windows: new Map(listed.map(({ value }) => [policyKey(value), failbackWindow(value.annotations)])),
   }));
-  policyWindows.set(plane, { at: now, value });
+  policyWindows.set(plane, value);
   // A failed listing is not kept.
-  value.catch(() => policyWindows.delete(plane));
+  value.catch(() => policyWindows.forget(plane));
   return value;
 }
 
@@ -177,7 +177,7 @@ export async function reconcileFailbackHome(
   return pass;
 }
 
-const lastResync = new WeakMap<object, number>();
+const lastResync = new PlaneState<number>('failbackLastResync');
 /** The failback resync runs at most this often (it rides on the taint manager's 30 s resync). */
 export const FAILBACK_RESYNC_MS = 60_000;
 

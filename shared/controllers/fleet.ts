@@ -1,4 +1,5 @@
 import type { EvictionView, FleetAnswer, FleetHistory, QueueSummary, QueueSummaryEntry, ServiceHealth, SwitchAnswer } from '../api/contract/views';
+import { RecentCache } from '../cache';
 import type { EvictionState } from '../failover/bindingModel';
 import { bypassesGate, isCordonTaint } from '../failover/drain';
 import { decidedInEpisode, earliestTime, isFaultyTaint } from '../failover/evictionDecision';
@@ -7,7 +8,6 @@ import { applicationFailoverResync } from './applicationFailover';
 import { karmadaConnection } from './karmadaSync';
 import { DELIVERY_LEAD_MS, MIN_SLOT_LEAD_MS, setPaused } from './pacer';
 import type { ControlPlane } from './ports';
-import { RecentCache } from './state/cache';
 import { currentFleetHealth } from './state/reads';
 import { evictionView, fleetView } from './views';
 
@@ -131,7 +131,7 @@ export async function evictionQueueSummary(plane: ControlPlane): Promise<QueueSu
 }
 
 const HISTORY_BUCKET_SECONDS = 10;
-const historyCache = new RecentCache<{ done: number[]; tiers: Array<{ at: number; from: string; to: string }>; tierNow: string }>(5000);
+const historyCache = new RecentCache<{ done: number[]; tiers: Array<{ at: number; from: string; to: string }>; tierNow: string }>('fleetHistory', 5000);
 
 /**
  * GET /api/fleet/history?minutes=: evictions per second (from the ledger's done rows) and the eviction tier

@@ -1,4 +1,5 @@
 import { type BindingStatusReport, type ClusterFailoverAnnotations, clusterFailoverAnnotations, withClusterFailoverAnnotations } from '../api/resources';
+import { PlaneState, RecentCache } from '../cache';
 import { mapConcurrent } from '../concurrency';
 import { bindingKey, type BindingKind, type PlacementFacts } from '../failover/bindingModel';
 import { isFaultyTaint } from '../failover/evictionDecision';
@@ -13,7 +14,6 @@ import { paceAndRunFirst } from './paceAndRun';
 import type { ControlPlane, IndexedPlacement, KarmadaConnection, KarmadaPorts, SyncCursor } from './ports';
 import type { BindingRecord } from './records';
 import { placementsOf } from './state/bindingWrites';
-import { RecentCache } from './state/cache';
 import { bindingKeyOf, toBindingRecord } from './state/karmada/bindingStore';
 import { toRecord } from './state/karmada/clusterStore';
 import { listAll, userAnnotations } from './state/karmada/kubeObjects';
@@ -75,9 +75,9 @@ const MIN_WATCH_MS = 200;
 const RELIST_CONCURRENCY = 16;
 
 /** Per process: the faulty taints last seen per cluster, so a taint someone else added reaches the taint manager once. */
-const seenFaulty = new WeakMap<object, Map<string, string>>();
+const seenFaulty = new PlaneState<Map<string, string>>('karmadaSeenFaulty');
 /** Per process: the conditions (type and status) last seen per cluster, so a change of them is evaluated at once. */
-const seenConditions = new WeakMap<object, Map<string, string>>();
+const seenConditions = new PlaneState<Map<string, string>>('karmadaSeenConditions');
 
 const conditionsKey = (object: KubeObject) =>
   JSON.stringify(
@@ -191,7 +191,7 @@ const ownTaintPolicies = taintPolicyKind('clustertaintpolicies.failover.io', FAI
  * what Karmada's PropagationPolicy schema cannot hold. Only policies that validate (the store leaves the
  * others out) and set some. Kept a second by this process; a policy event forgets it.
  */
-const policySettingsCache = new RecentCache<Map<string, ClusterFailoverAnnotations>>(1000);
+const policySettingsCache = new RecentCache<Map<string, ClusterFailoverAnnotations>>('karmadaPolicySettings', 1000);
 
 function policySettings(plane: ControlPlane): Promise<Map<string, ClusterFailoverAnnotations>> {
   return policySettingsCache.get(plane, async () => {
@@ -430,7 +430,7 @@ async function dropPlacements(plane: ControlPlane, key: string, indexed: Version
 }
 
 /** Per process: the optional kinds found not served, so that is said once (and again when it changes). */
-const notServedKinds = new WeakMap<object, StateChanges>();
+const notServedKinds = new PlaneState<StateChanges>('karmadaNotServedKinds');
 
 /**
  * One sync invocation: every kind in parallel, each watching for at most `budgetSeconds`. Never throws for

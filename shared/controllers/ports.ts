@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { FailoverBudgetSpec } from '../api/resources';
+import type { PlaneCaches } from '../cache';
 import type { Clock } from '../clock';
 import type { AppConfig } from '../config';
 import type { EvictionRecord } from '../failover/bindingModel';
@@ -194,6 +195,8 @@ export interface ControlPlane {
   members?: { directory: MemberDirectory; prober: MemberProber };
   metrics: FailoverMetrics;
   clock: Clock;
+  /** What this process keeps of what it read (shared/cache.ts), aged by `clock`: one store per named cache. */
+  caches: PlaneCaches;
   config: AppConfig;
   log: Logger;
 }

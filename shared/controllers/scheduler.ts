@@ -1,3 +1,5 @@
+import { PlaneState } from '../cache';
+import type { Clock } from '../clock';
 import { mapConcurrent } from '../concurrency';
 import { activeBlocks, DEFAULT_BLOCK_SECONDS } from '../failover/applicationFailover';
 import { setCondition } from '../failover/conditions';
@@ -38,6 +40,7 @@ const READ_CONCURRENCY = 16;
  * is in that count.
  */
 class PlacementTally {
+  constructor(private readonly clock: Clock) {}
   private sequence = 0;
   private readonly counted = new Map<string, { count: number; readAt: number; sequence: number }>();
   private readonly reading = new Map<string, Promise<void>>();
@@ -45,7 +48,7 @@ class PlacementTally {
   private readonly decided = new Map<string, { added: string[]; left: string[]; landed?: { sequence: number; at: number } }>();
 
   async read(plane: ControlPlane, names: readonly string[]): Promise<void> {
-    const now = Date.now();
+    const now = this.clock.now().getTime();
     const stale = names.filter((name) => {
       const entry = this.counted.get(name);
       return !entry || now - entry.readAt >= PLACEMENT_COUNT_MAX_AGE_MS;
@@ -57,7 +60,7 @@ class PlacementTally {
     const running = this.reading.get(name);
     if (running) return running;
     const sequence = ++this.sequence;
-    const readAt = Date.now();
+    const readAt = this.clock.now().getTime();
     const done = plane.ledger
       .listPlacements(name)
       .then((rows) => {
@@ -95,7 +98,7 @@ class PlacementTally {
   settle(binding: string, landed: boolean): void {
     const entry = this.decided.get(binding);
     if (!entry) return;
-    if (landed) entry.landed = { sequence: ++this.sequence, at: Date.now() };
+    if (landed) entry.landed = { sequence: ++this.sequence, at: this.clock.now().getTime() };
     else this.decided.delete(binding);
   }
 
@@ -104,7 +107,7 @@ class PlacementTally {
    * than a count may be (any count used from then on is read after it).
    */
   private prune(): void {
-    const now = Date.now();
+    const now = this.clock.now().getTime();
     for (const [binding, { added, left, landed }] of this.decided) {
       if (!landed) continue;
       const readSince = [...added, ...left].every((name) => (this.counted.get(name)?.sequence ?? 0) > landed.sequence);
@@ -113,10 +116,10 @@ class PlacementTally {
   }
 }
 
-const tallies = new WeakMap<ControlPlane, PlacementTally>();
+const tallies = new PlaneState<PlacementTally>('placementTally');
 const tallyOf = (plane: ControlPlane): PlacementTally => {
   let tally = tallies.get(plane);
-  if (!tally) tallies.set(plane, (tally = new PlacementTally()));
+  if (!tally) tallies.set(plane, (tally = new PlacementTally(plane.clock)));
   return tally;
 };
 

@@ -1,3 +1,4 @@
+import { PlaneState } from '../cache';
 import { SharedPass } from '../concurrency';
 import { ACTIVE_STATES, bindingKey, EvictionRecord, EvictionState, parseBindingKey, pendingEviction } from '../failover/bindingModel';
 import { DRAIN_REASON } from '../failover/drain';
@@ -275,7 +276,7 @@ interface TaintManagerPasses {
   awaitingFailback: SharedPass<Array<Versioned<BindingRecord> & { id: string }>>;
   plans: Map<string, SharedPass<PlanOutcome>>;
 }
-const passesByPlane = new WeakMap<ControlPlane, TaintManagerPasses>();
+const passesByPlane = new PlaneState<TaintManagerPasses>('taintManagerPasses');
 
 function sharedPassesOf(plane: ControlPlane): TaintManagerPasses {
   let passes = passesByPlane.get(plane);

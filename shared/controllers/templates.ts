@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { TemplateView } from '../api/contract/views';
 import type { TemplateInput } from '../api/templates';
+import { RecentCache } from '../cache';
 import { mapConcurrent } from '../concurrency';
 import { bindingKey } from '../failover/bindingModel';
 import { POLICY_LABELS, policyDisplay, policyKey, PolicyRef, PropagationCandidate, rankPolicies } from '../failover/propagation';
@@ -18,7 +19,6 @@ import { keep, mutate, write } from '../store/optimistic';
 import { applyDerivedBinding, deleteBinding } from './bindings';
 import type { ControlPlane } from './ports';
 import type { TemplateRecord } from './records';
-import { RecentCache } from './state/cache';
 import type { ApplyAction } from './state/derivation';
 import { templateEvent } from './state/events';
 import { loadPropagationPolicies } from './state/reads';
@@ -89,7 +89,7 @@ function claimMessage(claim: PolicyRef | undefined, before: PolicyRef | undefine
 }
 
 /** PriorityClass values by name, as this process read them in the last second (a re-derivation of many templates reads each once). */
-const priorityClasses = new RecentCache<number | null>(1000);
+const priorityClasses = new RecentCache<number | null>('priorityClasses', 1000);
 
 /**
  * The derived binding's `spec.schedulePriority`, as Karmada's detector sets it: the `value` of the

@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import { PlaneCaches } from '../../shared/cache';
 import { deleteCluster } from '../../shared/controllers/clusters';
 import { currentFleetHealth, FLEET_CHANGES_KEPT, fleetClusters, forgetFleet, noteFleetChange, recountFleet } from '../../shared/controllers/state/reads';
 import { resyncAllClusters } from '../../shared/controllers/taintEvaluation';
@@ -117,7 +118,7 @@ describe('the fleet view (scheduler, pre-check, pacer)', () => {
     const m = memoryPlane();
     await apply(m, [cluster('a'), cluster('b'), cluster('c')]);
     // Another process on the same storage: its own copy (the cache is per control plane).
-    const other = { ...m.plane };
+    const other = { ...m.plane, caches: new PlaneCaches() };
     const list = vi.spyOn(m.plane.clusters, 'list');
     const get = vi.spyOn(m.plane.clusters, 'get');
     expect((await fleetClusters(other, 0)).map((c) => c.name)).toEqual(['a', 'b', 'c']);
@@ -157,7 +158,7 @@ describe('the fleet view (scheduler, pre-check, pacer)', () => {
   it('is brought up to date once for the callers that find it behind together', async () => {
     const m = memoryPlane();
     await apply(m, [cluster('a'), cluster('b'), cluster('c')]);
-    const other = { ...m.plane };
+    const other = { ...m.plane, caches: new PlaneCaches() };
     await fleetClusters(other, 0);
     await apply(m, [cluster('b', true)]);
     const get = vi.spyOn(m.plane.clusters, 'get');
@@ -197,7 +198,7 @@ describe('the fleet view (scheduler, pre-check, pacer)', () => {
   it('is listed again when the recount finds a change that was never noted (a process stopped between the two writes)', async () => {
     const m = memoryPlane();
     await apply(m, [cluster('a'), cluster('b')]);
-    const other = { ...m.plane };
+    const other = { ...m.plane, caches: new PlaneCaches() };
     await fleetClusters(other, 0);
     // Written straight to the store: the summary never hears of it.
     const b = (await m.plane.clusters.get('b'))!;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
+import { PlaneCaches } from '../../shared/cache';
 import { applyObjects } from '../../shared/controllers/apply';
 import { applyBinding, BindingInput, deleteBinding } from '../../shared/controllers/bindings';
 import { drainCluster } from '../../shared/controllers/drain';
@@ -278,7 +279,13 @@ describe('what the journal costs', () => {
             : value;
         },
       });
-    const plane = { ...m.plane, ledger: record(m.ledger, 'ledger'), bindings: record(m.bindings, 'bindings'), templates: record(m.templates, 'templates') };
+    const plane = {
+      ...m.plane,
+      caches: new PlaneCaches(),
+      ledger: record(m.ledger, 'ledger'),
+      bindings: record(m.bindings, 'bindings'),
+      templates: record(m.templates, 'templates'),
+    };
     plane.propagationPolicies = record(m.propagationPolicies, 'propagationPolicies');
     m.clock.advance(INTENT_GRACE_MS + 1000);
     expect(await repairInterruptedWrites(plane)).toEqual({});

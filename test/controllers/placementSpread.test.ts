@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { PlaneCaches } from '../../shared/cache';
 import { reportClusterStatus } from '../../shared/controllers/clusters';
 import { executeEvictionBatch } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
@@ -94,7 +95,7 @@ describe('placement spread', () => {
   it('Karmada mode: our scheduler places nothing and counts nothing (placement is Karmada scheduler’s)', async () => {
     const m = await fleet('10', []);
     const listed = vi.spyOn(m.plane.ledger, 'listPlacements');
-    const karmada = { ...m.plane, karmada: {} as KarmadaPorts };
+    const karmada = { ...m.plane, caches: new PlaneCaches(), karmada: {} as KarmadaPorts };
     expect(await scheduleBinding(karmada, 'rb:default:w00')).toBe('up-to-date');
     expect(await scheduleAll(karmada)).toBe(0);
     expect(listed).not.toHaveBeenCalled();

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
+import { PlaneCaches } from '../../shared/cache';
 import { applyObjects } from '../../shared/controllers/apply';
 import { scheduleBinding } from '../../shared/controllers/scheduler';
 import { fleetClusters } from '../../shared/controllers/state/reads';
@@ -14,7 +15,7 @@ describe('scheduler on the fleet view', () => {
     vi.useFakeTimers({ toFake: ['Date'] });
     const m = memoryPlane();
     // Another process on the same storage: its own plane, its own caches.
-    const other = { ...m.plane };
+    const other = { ...m.plane, caches: new PlaneCaches() };
     await applyObjects(m.plane, decodeApplyDocuments([cluster('m1', true)]));
     expect((await fleetClusters(m.plane)).map((c) => c.name)).toEqual(['m1']);
     await applyObjects(other, decodeApplyDocuments([cluster('m2'), binding('web', [], { placement: { clusterAffinity: { clusterNames: ['m1', 'm2'] } } })]));

@@ -1,3 +1,4 @@
+import { PlaneCaches } from '../../shared/cache';
 import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
 import type {
@@ -49,6 +50,7 @@ export function memoryPlane(settings: Record<string, string> = {}, start = '2026
     ...stores,
     metrics: new FailoverMetrics(),
     clock,
+    caches: new PlaneCaches(),
     config: loadConfig({ FAILOVER_ENABLED: 'true', ...settings }),
     log: silentLogger,
   };

@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import { PlaneCaches } from '../../shared/cache';
 import { heartbeatFreshness, monitorClusterHeartbeats, reportClusterStatus } from '../../shared/controllers/clusters';
 import { heartbeatFreshnessSeconds, heartbeatVerdict, heartbeatWrite, monitorGraceSeconds } from '../../shared/failover/conditions';
 import { memoryPlane } from '../helpers/memoryPlane';
@@ -90,7 +91,7 @@ describe('heartbeat coalescing (controller, injected clock)', () => {
     const env = memoryPlane();
     await reportClusterStatus(env.plane, 'c1', ready);
     // Another host: same storage, its own process memory (a separate control plane object).
-    const other = { ...env.plane };
+    const other = { ...env.plane, caches: new PlaneCaches() };
     const spies = counting(env);
     for (let s = 1; s < 10; s++) {
       env.clock.set(at(s));
@@ -128,7 +129,9 @@ describe('heartbeat coalescing (controller, injected clock)', () => {
     await reportClusterStatus(env.plane, 'c1', ready, { signedAt: t + 12, signature: sig(5) });
     expect((await env.clusters.get('c1'))!.value).toMatchObject({ lastSignedAt: t + 12, lastSignature: sig(5) });
     // After a write the stored mark refuses it on any host.
-    await expect(reportClusterStatus({ ...env.plane }, 'c1', ready, { signedAt: t + 12, signature: sig(5) })).rejects.toMatchObject({ status: 409 });
+    await expect(reportClusterStatus({ ...env.plane, caches: new PlaneCaches() }, 'c1', ready, { signedAt: t + 12, signature: sig(5) })).rejects.toMatchObject({
+      status: 409,
+    });
   });
 
   it('a report with an older observedAt than a coalesced one is refused', async () => {

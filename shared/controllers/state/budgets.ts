@@ -1,9 +1,9 @@
+import { PlaneState, RecentCache } from '../../cache';
 import type { BindingRef } from '../../failover/bindingModel';
 import { Admission, admitEviction, BudgetLoad, budgetSelects, isPercentage, resolveMaxInFlight } from '../../failover/budget';
 import { ConcurrencyError } from '../../store/ports';
 import type { BudgetFlight, ControlPlane, FailoverBudgetRecord, InFlightEntry } from '../ports';
 import type { BindingRecord } from '../records';
-import { RecentCache } from './cache';
 
 /**
  * FailoverBudgets at run time: which budgets select a binding, how many bindings are in flight under each,
@@ -41,7 +41,7 @@ export const budgetId = (budget: { namespace: string; name: string }): string =>
 export const ruleOf = (budget: FailoverBudgetRecord) => ({ key: budgetKey(budget), namespace: budget.namespace, selector: budget.spec.selector });
 const entryId = (entry: Pick<InFlightEntry, 'binding' | 'cluster'>) => `${entry.binding}|${entry.cluster}`;
 
-const rulesCache = new RecentCache<FailoverBudgetRecord[]>(SECOND);
+const rulesCache = new RecentCache<FailoverBudgetRecord[]>('budgetRules', SECOND);
 
 /** Every FailoverBudget, as this process read them at most `maxAgeMs` ago (budgets change rarely). */
 export async function loadBudgets(plane: ControlPlane, maxAgeMs = SECOND): Promise<FailoverBudgetRecord[]> {
@@ -56,7 +56,7 @@ export function forgetBudgets(plane: ControlPlane): void {
 }
 
 /** When this process last checked each entry (per control plane): the least recently checked go first. */
-const lastChecked = new WeakMap<object, Map<string, number>>();
+const lastChecked = new PlaneState<Map<string, number>>('budgetLastChecked');
 const checkedTimes = (plane: ControlPlane) => {
   let map = lastChecked.get(plane);
   if (!map) lastChecked.set(plane, (map = new Map<string, number>()));
@@ -270,7 +270,7 @@ export class BudgetGate {
       .slice(0, REVALIDATE_PER_PASS);
     if (batch.length === 0) return;
     const still = await Promise.all(batch.map((entry) => this.stillInFlight(entry)));
-    const at = Date.now();
+    const at = this.plane.clock.now().getTime();
     for (const entry of batch) times.set(entryId(entry), at);
     const ended = new Set(batch.filter((_, i) => !still[i]).map(entryId));
     if (ended.size === 0) return;

@@ -1,3 +1,4 @@
+import { PlaneState, RecentCache } from '../../cache';
 import { isFaultyTaint } from '../../failover/evictionDecision';
 import { FleetHealth, fleetHealth, isUnhealthyCluster } from '../../failover/fleetHealth';
 import type { CandidateCluster } from '../../failover/precheck';
@@ -8,7 +9,6 @@ import { ConcurrencyError, Versioned } from '../../store/ports';
 import type { ControlPlane, FleetSummary } from '../ports';
 import type { PolicyRecord } from '../records';
 import { BindingFlag, bindingFlags, BindingRecord, clusterCandidate, ClusterRecord } from '../records';
-import { RecentCache } from './cache';
 
 /**
  * Reads that many invocations share, each kept by this process for about a second: a burst of evictions
@@ -24,7 +24,7 @@ interface FleetView {
   /** Karmada mode: the unhealthy clusters of the same listing (standalone: the summary keeps them). */
   unhealthy?: string[];
 }
-const fleetCache = new RecentCache<FleetView>(SECOND);
+const fleetCache = new RecentCache<FleetView>('fleetView', SECOND);
 /**
  * A fleet view is listed again at least this often even when no change was noted: the safety net for a
  * process that stopped between a cluster's write and the summary's bump (the minute recount bumps it too).
@@ -33,7 +33,7 @@ const FLEET_VIEW_MAX_AGE_MS = 30_000;
 /** The summary names the clusters of its last this many view changes, so a view catches up by point reads. */
 export const FLEET_CHANGES_KEPT = 64;
 /** Clusters this process wrote since its view was read: read again at its next use. */
-const writtenHere = new WeakMap<object, Set<string>>();
+const writtenHere = new PlaneState<Set<string>>('fleetWrittenHere');
 
 /**
  * Every cluster's labels, location and taints (the pacer's fleet health, the pre-scheduling check, the
@@ -88,7 +88,7 @@ function karmadaFleetView(plane: ControlPlane, maxAgeMs: number): Promise<FleetV
   );
 }
 
-const refreshes = new WeakMap<object, { version: number; done: Promise<CandidateCluster[]> }>();
+const refreshes = new PlaneState<{ version: number; done: Promise<CandidateCluster[]> }>('fleetRefreshes');
 
 async function refreshView(
   plane: ControlPlane,
@@ -115,7 +115,7 @@ async function refreshView(
       return clusters;
     }
     // Listed after the version was read: a change in between is in the listing or moves the version again.
-    const sentAt = Date.now();
+    const sentAt = plane.clock.now().getTime();
     const clusters = (await plane.clusters.list()).map(({ value }) => clusterCandidate(value));
     fleetCache.set(plane, { version, clusters }, '', sentAt);
     return clusters;
@@ -159,7 +159,7 @@ export function forgetFleet(plane: ControlPlane, name?: string): void {
   writtenHere.set(plane, written.add(name));
 }
 
-const summaryCache = new RecentCache<FleetSummary>(SECOND);
+const summaryCache = new RecentCache<FleetSummary>('fleetSummary', SECOND);
 const SUMMARY = 'fleet';
 
 /**
@@ -261,7 +261,7 @@ interface PendingNote {
   done: { resolve: () => void; reject: (error: unknown) => void };
 }
 /** Per plane: the notes waiting for this process's next summary write, and whether one is running. */
-const noteQueues = new WeakMap<object, { waiting: PendingNote[]; running: boolean }>();
+const noteQueues = new PlaneState<{ waiting: PendingNote[]; running: boolean }>('fleetNoteQueues');
 
 /**
  * Keeps the summary in step with one cluster's change: created or deleted (the member set), faulty or not,
@@ -371,7 +371,7 @@ export async function currentFleetHealth(
   return { ...health, faulty: faultyClusters.length, faultyClusters, unhealthyClusters };
 }
 
-const taintPolicyCache = new RecentCache<PolicyRecord[]>(SECOND);
+const taintPolicyCache = new RecentCache<PolicyRecord[]>('taintPolicies', SECOND);
 /**
  * The ClusterTaintPolicies. A policy change also queues a re-evaluation of every cluster, so a report
  * evaluated against a second-old list is corrected at once.
@@ -383,7 +383,7 @@ export function forgetTaintPolicies(plane: ControlPlane): void {
   taintPolicyCache.forget(plane);
 }
 
-const propagationPolicyCache = new RecentCache<PropagationCandidate[]>(SECOND);
+const propagationPolicyCache = new RecentCache<PropagationCandidate[]>('propagationPolicies', SECOND);
 /** The PropagationPolicies and ClusterPropagationPolicies, as selection candidates. */
 export function loadPropagationPolicies(plane: ControlPlane, maxAgeMs = SECOND): Promise<PropagationCandidate[]> {
   return propagationPolicyCache.get(
@@ -402,7 +402,7 @@ export function forgetPropagationPolicies(plane: ControlPlane): void {
   propagationPolicyCache.forget(plane);
 }
 
-const pacerStateCache = new RecentCache<PacerState>(SECOND);
+const pacerStateCache = new RecentCache<PacerState>('pacerState', SECOND);
 /**
  * The pause switch and tier as this process last read them: the worker checks them before every eviction,
  * and a second-old answer still stops evictions within seconds.
@@ -421,7 +421,7 @@ export function rememberPacerState(plane: ControlPlane, state: PacerState): void
  * rows an idle fleet reads do not grow with the number of bindings times the timers' frequency.
  */
 export const FULL_SCAN_INTERVAL_MS = 3600_000;
-const lastFullScans = new WeakMap<object, Map<BindingFlag, number>>();
+const lastFullScans = new PlaneState<Map<BindingFlag, number>>('bindingFullScans');
 
 /** The bindings a timer has work for: those whose flag is set, one query that returns only them. */
 export async function bindingsNeeding(plane: ControlPlane, flag: BindingFlag): Promise<Array<Versioned<BindingRecord> & { id: string }>> {

@@ -1,3 +1,4 @@
+import { PlaneState } from '../../../cache';
 import type { Condition } from '../../../failover/model';
 import { FAILOVER, isConflict, KARMADA, KubeApiError, type KubeObject, type KubeResource } from '../../../kube/api';
 import { errorFields, StateChanges } from '../../../telemetry/log';
@@ -63,7 +64,7 @@ const conditionTuples = (conditions: readonly Condition[]) =>
   );
 
 /** Per process: why each policy's status could not be written last, so a refusal repeated every round is logged once. */
-const statusRefusals = new WeakMap<object, StateChanges>();
+const statusRefusals = new PlaneState<StateChanges>('policyStatusRefusals');
 const UNPUBLISHED = 'TaintPolicyStatus not served';
 
 /** The TaintPolicyStatus for a Karmada ClusterTaintPolicy: named after it, owned by it (deleted with it). */

@@ -1,0 +1,126 @@
+import type { Clock } from './clock';
+
+/**
+ * What one process keeps of what it read from storage, per control plane: a named store per cache, held by
+ * the plane (`plane.caches`), so a plane built for a test or another host starts empty, and what a process
+ * holds can be listed by name.
+ */
+export class PlaneCaches {
+  private readonly stores = new Map<string, Map<string, { at: number; value: unknown }>>();
+  /** Other per-process state, by name (PlaneState): what a pass shares, what was seen last, when a pass last ran. */
+  readonly kept = new Map<string, unknown>();
+
+  /** The entries of the cache `name` (created on first use). */
+  store(name: string): Map<string, { at: number; value: unknown }> {
+    let store = this.stores.get(name);
+    if (!store) this.stores.set(name, (store = new Map<string, { at: number; value: unknown }>()));
+    return store;
+  }
+
+  /** Each cache's and each kept state's name, with how many entries it holds now (1 for a single value). */
+  sizes(): Record<string, number> {
+    const sizeOf = (value: unknown) => (value instanceof Map || value instanceof Set ? value.size : 1);
+    return Object.fromEntries([
+      ...[...this.stores].map(([name, store]) => [name, store.size] as const),
+      ...[...this.kept].map(([name, value]) => [name, sizeOf(value)] as const),
+    ]);
+  }
+
+  /** Drops everything (a test's reset, or a process that must read everything again). */
+  clear(): void {
+    this.stores.clear();
+    this.kept.clear();
+  }
+}
+
+/** What a cache is kept by: the plane's caches, aged by the plane's clock. */
+export interface CacheScope {
+  caches: PlaneCaches;
+  clock: Clock;
+}
+
+const names = new Set<string>();
+
+/**
+ * A short-lived copy of something read from storage, one per plane and key, in the plane's store named
+ * `name`. Entries older than `ttlMs` by the plane's clock are read again; a writer that changed the value
+ * drops or replaces its own copy at once.
+ */
+export class RecentCache<T> {
+  constructor(
+    readonly name: string,
+    private readonly ttlMs: number,
+  ) {
+    // One module owns each name: two caches in one store would read each other's values.
+    if (names.has(name)) throw new Error(`a cache named "${name}" already exists`);
+    names.add(name);
+  }
+
+  private entries(scope: CacheScope) {
+    return scope.caches.store(this.name) as Map<string, { at: number; value: T }>;
+  }
+
+  /** The value if this process read or wrote it less than `maxAgeMs` ago. */
+  peek(scope: CacheScope, key = '', maxAgeMs = this.ttlMs): T | undefined {
+    const hit = this.entries(scope).get(key);
+    return hit && scope.clock.now().getTime() - hit.at < maxAgeMs ? hit.value : undefined;
+  }
+
+  async get(scope: CacheScope, load: () => Promise<T>, options: { key?: string; maxAgeMs?: number } = {}): Promise<T> {
+    const key = options.key ?? '';
+    const hit = this.peek(scope, key, options.maxAgeMs ?? this.ttlMs);
+    if (hit !== undefined) return hit;
+    // Aged from when the read was sent, not answered: storage served it at some moment in between, so a
+    // slow answer (a stalled connection) does not stretch how stale a value may be when it is used.
+    const sentAt = scope.clock.now().getTime();
+    const value = await load();
+    this.set(scope, value, key, sentAt);
+    return value;
+  }
+
+  set(scope: CacheScope, value: T, key = '', at = scope.clock.now().getTime()): void {
+    this.entries(scope).set(key, { at, value });
+  }
+
+  /** Replaces a value this process still holds, keeping its age (an update read since does not make it younger). */
+  replace(scope: CacheScope, value: T, key = ''): void {
+    const hit = this.entries(scope).get(key);
+    if (hit) hit.value = value;
+  }
+
+  forget(scope: CacheScope, key?: string): void {
+    if (key === undefined) this.entries(scope).clear();
+    else this.entries(scope).delete(key);
+  }
+}
+
+/**
+ * One named piece of per-process state kept by the plane (`plane.caches.kept`), read and written as a
+ * WeakMap keyed by the plane would be: a plane built for a test or another host starts without it.
+ */
+export class PlaneState<T> {
+  constructor(readonly name: string) {
+    if (names.has(name)) throw new Error(`a cache named "${name}" already exists`);
+    names.add(name);
+  }
+
+  get(scope: CacheScope): T | undefined {
+    return scope.caches.kept.get(this.name) as T | undefined;
+  }
+
+  set(scope: CacheScope, value: T): this {
+    scope.caches.kept.set(this.name, value);
+    return this;
+  }
+
+  delete(scope: CacheScope): boolean {
+    return scope.caches.kept.delete(this.name);
+  }
+
+  /** The state, created by `create` the first time. */
+  of(scope: CacheScope, create: () => T): T {
+    let value = this.get(scope);
+    if (value === undefined) this.set(scope, (value = create()));
+    return value;
+  }
+}
