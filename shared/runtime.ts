@@ -4,10 +4,8 @@ import { systemClock } from './clock';
 import { AppConfig, loadConfig } from './config';
 import type {
   ApplicationFailoverMessage,
-  BudgetFlight,
   ControlPlane,
   EvictionBatch,
-  FailoverBudgetRecord,
   FleetSummary,
   IndexedPlacement,
   KarmadaConnection,
@@ -17,19 +15,29 @@ import type {
   TaintEvaluationMessage,
   TaintManagerMessage,
 } from './controllers/ports';
-import { BindingFlag, bindingFlags, BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from './controllers/records';
-import { KarmadaBindingStore } from './controllers/state/karmada/bindingStore';
-import { KarmadaBudgetStore } from './controllers/state/karmada/budgetStore';
-import { ClusterOverlay, KarmadaClusterStore } from './controllers/state/karmada/clusterStore';
-import { KubeMirroredEventLog } from './controllers/state/karmada/kubeEvents';
-import { karmadaPropagationPolicyStore, karmadaTaintPolicyStore } from './controllers/state/karmada/policyStores';
 import { KarmadaMemberDirectory, StaticMemberDirectory } from './controllers/state/members';
 import type { PolicyState } from './failover/policyStatus';
 import { warnAboutAuth } from './http/auth';
 import { ClientNodeProber, lazyKubeApi, membersFromKubeconfig } from './kube/clientNode';
 import { QUEUES, StorageMessageQueue } from './queue/storageQueue';
 import { StorageClients, storageFromConnectionString, storageFromIdentity } from './store/connection';
+import { KarmadaBindingStore } from './store/karmada/bindingStore';
+import { KarmadaBudgetStore } from './store/karmada/budgetStore';
+import { ClusterOverlay, KarmadaClusterStore } from './store/karmada/clusterStore';
+import { KubeMirroredEventLog } from './store/karmada/kubeEvents';
+import { karmadaPropagationPolicyStore, karmadaTaintPolicyStore } from './store/karmada/policyStores';
 import { TableLedger } from './store/ledgerTable';
+import {
+  BindingFlag,
+  bindingFlags,
+  BindingRecord,
+  BudgetFlight,
+  ClusterRecord,
+  FailoverBudgetRecord,
+  PolicyRecord,
+  PropagationPolicyRecord,
+  TemplateRecord,
+} from './store/records';
 import { TableDocumentStore, TableEventLog, TABLES } from './store/tableStorage';
 import { jsonLogger } from './telemetry/log';
 import { FailoverMetrics } from './telemetry/metrics';

@@ -1,9 +1,9 @@
 import { mapConcurrent } from '../concurrency';
 import { bindingKey, PlacementFacts } from '../failover/bindingModel';
 import { BatchDocumentStore, canWriteMany, EventRecord, Versioned } from '../store/ports';
+import type { BindingRecord } from '../store/records';
 import { appliedBinding, appliedEvent, applyBinding, BindingInput, governedBinding, needsScheduling, refOf } from './bindings';
 import type { ControlPlane } from './ports';
-import type { BindingRecord } from './records';
 import {
   closeIntents,
   clustersLeft,

@@ -12,8 +12,8 @@ import {
 } from '../failover/conditions';
 import { ClusterTaint, taintId } from '../failover/model';
 import type { EventRecord } from '../store/ports';
+import { ClusterRecord, newClusterRecord } from '../store/records';
 import type { ControlPlane } from './ports';
-import { ClusterRecord, newClusterRecord } from './records';
 import { ClusterUpdate, updateCluster } from './state/clusterWrites';
 import type { ApplyAction } from './state/derivation';
 import { clusterEvent } from './state/events';

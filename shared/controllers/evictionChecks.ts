@@ -1,8 +1,8 @@
 import type { EvictionRecord } from '../failover/bindingModel';
 import { bypassesGate } from '../failover/drain';
 import type { PacerState, Versioned } from '../store/ports';
+import type { ClusterRecord } from '../store/records';
 import type { ControlPlane } from './ports';
-import type { ClusterRecord } from './records';
 import { recentPacerState } from './state/reads';
 
 /** A storage read answered later than this may be stale against a write made meanwhile (a recovery, a pause). */

@@ -14,9 +14,9 @@ import {
 import { policyKey, PropagationCandidate, selectPolicy } from '../failover/propagation';
 import { keep, write } from '../store/optimistic';
 import type { EventRecord, Versioned, VersionedEviction } from '../store/ports';
+import { type BindingRecord, clusterCandidate, type ClusterRecord } from '../store/records';
 import { currentTraceCarrier } from '../telemetry/tracing';
 import type { ControlPlane } from './ports';
-import { type BindingRecord, clusterCandidate, type ClusterRecord } from './records';
 import { placementsOf, writeBinding } from './state/bindingWrites';
 import { bindingEvent, evictionEvent } from './state/events';
 import { applyRowChange, planRows } from './state/evictionRows';

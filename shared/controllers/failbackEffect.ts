@@ -4,6 +4,7 @@ import { dropPlacedAgain } from '../failover/gracefulEviction';
 import { evictFromPlacement } from '../failover/placementEviction';
 import { keep, write } from '../store/optimistic';
 import type { EventRecord, Versioned, VersionedEviction } from '../store/ports';
+import type { BindingRecord } from '../store/records';
 import { currentTraceCarrier } from '../telemetry/tracing';
 import { promptRead, SLOW_READ_MS, type SwitchCheck } from './evictionChecks';
 import { abandonRow, decisionOf, finishEviction, type WorkerOutcome } from './evictionCommit';
@@ -11,7 +12,6 @@ import { failbackWindowOf, homeFacts, reconcileFailbackBinding } from './failbac
 import { oldCopyRemovedEvents, sweepRecord } from './gracefulEviction';
 import { unschedule } from './pacer';
 import type { ControlPlane } from './ports';
-import type { BindingRecord } from './records';
 import { setBindingCondition } from './scheduler';
 import { writeBinding } from './state/bindingWrites';
 import { evictionEvent } from './state/events';

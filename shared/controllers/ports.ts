@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { FailoverBudgetSpec } from '../api/resources';
 import type { PlaneCaches } from '../cache';
 import type { Clock } from '../clock';
 import type { AppConfig } from '../config';
@@ -7,9 +6,18 @@ import type { EvictionRecord } from '../failover/bindingModel';
 import type { PolicyState } from '../failover/policyStatus';
 import type { KubeApi, MemberEndpoint, MemberProber } from '../kube/api';
 import type { BulkDocumentStore, DocumentStore, EventLog, EvictionLedger, FlaggedDocumentStore, MessageQueue } from '../store/ports';
+import type {
+  BindingFlag,
+  BindingRecord,
+  BudgetFlight,
+  ClusterRecord,
+  FailoverBudgetRecord,
+  PolicyRecord,
+  PropagationPolicyRecord,
+  TemplateRecord,
+} from '../store/records';
 import type { Logger } from '../telemetry/log';
 import type { FailoverMetrics } from '../telemetry/metrics';
-import type { BindingFlag, BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, StoredMetadata, TemplateRecord } from './records';
 
 /** Where a watch of one kind got to: resume from here after a restart or on another instance. */
 export interface SyncCursor {
@@ -132,33 +140,6 @@ export interface FleetSummary {
   viewVersion?: number;
   /** The cluster each of the last view changes was about, by the version it moved to (the oldest first). */
   viewChanges?: Array<{ version: number; name: string }>;
-}
-
-/** A FailoverBudget as stored (standalone) or read from its custom resource (Karmada mode). */
-export interface FailoverBudgetRecord extends StoredMetadata {
-  namespace: string;
-  spec: FailoverBudgetSpec;
-}
-
-/** One binding in flight under a budget: released (or evicted by application failover), its task not yet seen cleared. */
-export interface InFlightEntry {
-  /** The binding key (`rb:<namespace>:<name>`). */
-  binding: string;
-  cluster: string;
-  /** When it was released. */
-  since: string;
-  /** The pacer (a ledger row it released) or application failover (no ledger row). */
-  by: 'pacer' | 'application';
-}
-
-/**
- * What is in flight under one budget (document id: the budget's `<namespace>:<name>`), kept by whoever
- * releases under it, ETag-checked: the in-flight entries, and the count of matching bindings a percentage
- * is resolved against (recounted at most once a minute, and only for a percentage).
- */
-export interface BudgetFlight {
-  inFlight: InFlightEntry[];
-  matching?: { count: number; countedAt: string };
 }
 
 /** FailoverBudgets and what is in flight under each (`shared/controllers/state/budgets.ts`). */

@@ -2,8 +2,8 @@ import { mapConcurrent } from '../concurrency';
 import { mergeConditions } from '../failover/conditions';
 import { probeDecision } from '../failover/probe';
 import type { MemberEndpoint } from '../kube/api';
+import type { ClusterRecord } from '../store/records';
 import type { ControlPlane } from './ports';
-import type { ClusterRecord } from './records';
 import { updateCluster } from './state/clusterWrites';
 import { clusterEvent } from './state/events';
 

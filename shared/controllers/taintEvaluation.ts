@@ -1,8 +1,8 @@
 import type { TaintChange } from '../failover/taintPolicy';
 import type { Versioned } from '../store/ports';
+import type { ClusterRecord, PolicyRecord } from '../store/records';
 import { ATTR, inSpan } from '../telemetry/tracing';
 import type { ControlPlane } from './ports';
-import type { ClusterRecord, PolicyRecord } from './records';
 import { updateCluster } from './state/clusterWrites';
 import { recountHolds } from './state/policyGuard';
 import { beginFleetRecount, loadTaintPolicies } from './state/reads';

@@ -7,11 +7,11 @@ import { abandon, plan, retry, type RowChange, supersede } from '../failover/evi
 import { FAILBACK_REASON } from '../failover/failback';
 import { isUnhealthyCluster } from '../failover/fleetHealth';
 import type { Versioned, VersionedEviction } from '../store/ports';
+import type { BindingRecord } from '../store/records';
 import { queueNameOf } from '../telemetry/metrics';
 import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import { reconcileFailbackHome, resyncFailback } from './failback';
 import type { ControlPlane, TaintManagerMessage } from './ports';
-import type { BindingRecord } from './records';
 import { listClusterPlacements } from './state/bindingWrites';
 import { clusterEvent } from './state/events';
 import { applyRowChanges, planRows } from './state/evictionRows';

@@ -17,11 +17,11 @@ import {
 import { policyMode } from '../failover/shadow';
 import { keep, mutate, write } from '../store/optimistic';
 import type { Versioned } from '../store/ports';
+import type { PolicyRecord } from '../store/records';
 import type { ControlPlane } from './ports';
-import type { PolicyRecord } from './records';
 import { appliedPolicy, ApplyAction } from './state/derivation';
 import { policyEvent } from './state/events';
-import { listPolicyStatusTargets, publishPolicyStatuses } from './state/karmada/policyStatuses';
+import { listPolicyStatusTargets, publishPolicyStatuses } from './state/karmadaPolicyStatuses';
 import { acknowledgedEvent, recordAcknowledgementExpired } from './state/policyGuard';
 import { fleetCounts, forgetTaintPolicies } from './state/reads';
 import { fanOutEvaluations } from './taintEvaluation';

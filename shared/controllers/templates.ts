@@ -16,9 +16,9 @@ import {
   templateReplicas,
 } from '../failover/templates';
 import { keep, mutate, write } from '../store/optimistic';
+import type { TemplateRecord } from '../store/records';
 import { applyDerivedBinding, deleteBinding } from './bindings';
 import type { ControlPlane } from './ports';
-import type { TemplateRecord } from './records';
 import type { ApplyAction } from './state/derivation';
 import { templateEvent } from './state/events';
 import { loadPropagationPolicies } from './state/reads';

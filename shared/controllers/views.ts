@@ -13,7 +13,7 @@ import type {
 import type { FailoverBudgetSpec } from '../api/resources';
 import type { EvictionRecord } from '../failover/bindingModel';
 import type { FleetHealth } from '../failover/fleetHealth';
-import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, StoredMetadata, TemplateRecord } from './records';
+import type { BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, StoredMetadata, TemplateRecord } from '../store/records';
 
 /**
  * What the HTTP API returns, built from what is stored: the Karmada-shaped objects (plus what explains

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { applyObjects } from '../../shared/controllers/apply';
 import { applyBinding, BindingInput } from '../../shared/controllers/bindings';
-import type { BindingRecord } from '../../shared/controllers/records';
+import type { BindingRecord } from '../../shared/store/records';
 import { binding, cluster } from '../helpers/fleet';
 import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
 

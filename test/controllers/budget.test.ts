@@ -6,12 +6,13 @@ import { confirmOldCopyRemoved, reportBindingStatus } from '../../shared/control
 import { getBudget } from '../../shared/controllers/budgets';
 import { drainCluster } from '../../shared/controllers/drain';
 import { listEvictions } from '../../shared/controllers/fleet';
-import type { BudgetFlight, EvictionMessage, FailoverBudgetRecord } from '../../shared/controllers/ports';
-import { KarmadaBudgetStore } from '../../shared/controllers/state/karmada/budgetStore';
+import type { EvictionMessage } from '../../shared/controllers/ports';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { bindingKey } from '../../shared/failover/bindingModel';
 import { KubeApi, KubeApiError, KubeObject } from '../../shared/kube/api';
+import { KarmadaBudgetStore } from '../../shared/store/karmada/budgetStore';
 import { MemoryDocumentStore } from '../../shared/store/memory';
+import type { BudgetFlight, FailoverBudgetRecord } from '../../shared/store/records';
 import { silentLogger } from '../../shared/telemetry/log';
 import { binding, cluster } from '../helpers/fleet';
 import { applyTo, second } from '../helpers/memoryLoop';

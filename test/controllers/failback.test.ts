@@ -5,10 +5,10 @@ import { executeEviction, repairInFlight } from '../../shared/controllers/evicti
 import { listFailback, resyncFailback } from '../../shared/controllers/failback';
 import { runPacer, setPaused } from '../../shared/controllers/pacer';
 import type { EvictionMessage } from '../../shared/controllers/ports';
-import type { BindingRecord } from '../../shared/controllers/records';
 import { resyncTaintManager } from '../../shared/controllers/taintManager';
 import { explainBinding } from '../../shared/controllers/why';
 import type { EvictionRecord } from '../../shared/failover/bindingModel';
+import type { BindingRecord } from '../../shared/store/records';
 import { binding, cluster } from '../helpers/fleet';
 import { applyTo, loopSecond, LoopState } from '../helpers/memoryLoop';
 import { MemoryPlane, memoryPlane, takeEvictions } from '../helpers/memoryPlane';

@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { applyObjects } from '../../shared/controllers/apply';
-import { bindingFlags, BindingRecord } from '../../shared/controllers/records';
 import { bindingsNeeding } from '../../shared/controllers/state/reads';
+import { bindingFlags, BindingRecord } from '../../shared/store/records';
 import { binding, cluster } from '../helpers/fleet';
 import { memoryPlane } from '../helpers/memoryPlane';
 

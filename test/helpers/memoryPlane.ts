@@ -11,18 +11,10 @@ import type {
   TaintEvaluationMessage,
   TaintManagerMessage,
 } from '../../shared/controllers/ports';
-import {
-  BindingFlag,
-  bindingFlags,
-  BindingRecord,
-  ClusterRecord,
-  PolicyRecord,
-  PropagationPolicyRecord,
-  TemplateRecord,
-} from '../../shared/controllers/records';
 import type { PolicyState } from '../../shared/failover/policyStatus';
 import { MemoryDocumentStore, MemoryEventLog, MemoryLedger, MemoryMessageQueue } from '../../shared/store/memory';
 import type { SentMessage } from '../../shared/store/memory/messageQueue';
+import { BindingFlag, bindingFlags, BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from '../../shared/store/records';
 import { silentLogger } from '../../shared/telemetry/log';
 import { FailoverMetrics } from '../../shared/telemetry/metrics';
 

@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { maxInFlightProblem, parsePercentage } from '../../shared/api/resources';
-import { FAILOVER_BUDGETS } from '../../shared/controllers/state/karmada/budgetStore';
 import { admitEviction, budgetSelects, BudgetSubject, resolveMaxInFlight, roomIn } from '../../shared/failover/budget';
+import { FAILOVER_BUDGETS } from '../../shared/store/karmada/budgetStore';
 
 /** FailoverBudget arithmetic (pure): maxInFlight against the matching count, selection, admission. */
 

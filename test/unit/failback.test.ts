@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { bindingPatch, toBindingRecord } from '../../shared/controllers/state/karmada/bindingStore';
-import { toRecord } from '../../shared/controllers/state/karmada/clusterStore';
 import {
   decideFailback,
   FAILBACK_UNPLACED_GRACE_MS,
@@ -16,6 +14,8 @@ import {
   replacementOf,
 } from '../../shared/failover/failback';
 import type { KubeObject } from '../../shared/kube/api';
+import { bindingPatch, toBindingRecord } from '../../shared/store/karmada/bindingStore';
+import { toRecord } from '../../shared/store/karmada/clusterStore';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 const at = (seconds: number) => new Date(T0 + seconds * 1000);

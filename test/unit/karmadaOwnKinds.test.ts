@@ -13,10 +13,7 @@ import {
 } from '../../shared/api/resources';
 import { syncKarmada } from '../../shared/controllers/karmadaSync';
 import type { ControlPlane, IndexedPlacement, KarmadaConnection, SyncCursor } from '../../shared/controllers/ports';
-import { KarmadaBindingStore } from '../../shared/controllers/state/karmada/bindingStore';
-import { ClusterOverlay, KarmadaClusterStore } from '../../shared/controllers/state/karmada/clusterStore';
-import { listPolicyStatusTargets, publishPolicyStatuses } from '../../shared/controllers/state/karmada/policyStatuses';
-import { karmadaPropagationPolicyStore, karmadaTaintPolicyStore } from '../../shared/controllers/state/karmada/policyStores';
+import { listPolicyStatusTargets, publishPolicyStatuses } from '../../shared/controllers/state/karmadaPolicyStatuses';
 import { refreshPolicyStatuses } from '../../shared/controllers/taintPolicies';
 import type { Condition } from '../../shared/failover/model';
 import {
@@ -33,6 +30,9 @@ import {
   WatchEvent,
   WatchOptions,
 } from '../../shared/kube/api';
+import { KarmadaBindingStore } from '../../shared/store/karmada/bindingStore';
+import { ClusterOverlay, KarmadaClusterStore } from '../../shared/store/karmada/clusterStore';
+import { karmadaPropagationPolicyStore, karmadaTaintPolicyStore } from '../../shared/store/karmada/policyStores';
 import { MemoryDocumentStore } from '../../shared/store/memory';
 import type { BulkDocumentStore } from '../../shared/store/ports';
 import type { Logger } from '../../shared/telemetry/log';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { FAILOVER_BUDGETS, KarmadaBudgetStore } from '../../shared/controllers/state/karmada/budgetStore';
-import { KubeMirroredEventLog } from '../../shared/controllers/state/karmada/kubeEvents';
-import { karmadaTaintPolicyStore } from '../../shared/controllers/state/karmada/policyStores';
 import { KARMADA, KubeApi, KubeApiError, KubeObject, KubeResource, resourceName } from '../../shared/kube/api';
+import { FAILOVER_BUDGETS, KarmadaBudgetStore } from '../../shared/store/karmada/budgetStore';
+import { KubeMirroredEventLog } from '../../shared/store/karmada/kubeEvents';
+import { karmadaTaintPolicyStore } from '../../shared/store/karmada/policyStores';
 import { MemoryEventLog } from '../../shared/store/memory';
 import type { EventRecord } from '../../shared/store/ports';
 import type { Logger } from '../../shared/telemetry/log';

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import type { ClusterRecord } from '../../shared/controllers/records';
-import { bindingKeyOf, bindingPatch, KarmadaBindingStore, toBindingRecord } from '../../shared/controllers/state/karmada/bindingStore';
-import { ClusterOverlay, KarmadaClusterStore, toRecord } from '../../shared/controllers/state/karmada/clusterStore';
-import { KubeMirroredEventLog, microTime } from '../../shared/controllers/state/karmada/kubeEvents';
-import { ManagedInKarmadaError } from '../../shared/controllers/state/karmada/kubeObjects';
-import { karmadaPropagationPolicyStore, karmadaTaintPolicyStore } from '../../shared/controllers/state/karmada/policyStores';
 import type { ClusterTaint, Condition } from '../../shared/failover/model';
 import { KARMADA, KubeApi, KubeApiError, KubeList, KubeObject, KubeResource, KubeVerb, ListOptions, PatchType, resourceName } from '../../shared/kube/api';
+import { bindingKeyOf, bindingPatch, KarmadaBindingStore, toBindingRecord } from '../../shared/store/karmada/bindingStore';
+import { ClusterOverlay, KarmadaClusterStore, toRecord } from '../../shared/store/karmada/clusterStore';
+import { KubeMirroredEventLog, microTime } from '../../shared/store/karmada/kubeEvents';
+import { ManagedInKarmadaError } from '../../shared/store/karmada/kubeObjects';
+import { karmadaPropagationPolicyStore, karmadaTaintPolicyStore } from '../../shared/store/karmada/policyStores';
 import { MemoryDocumentStore, MemoryEventLog } from '../../shared/store/memory';
 import { ConcurrencyError, EventRecord } from '../../shared/store/ports';
+import type { ClusterRecord } from '../../shared/store/records';
 import type { Logger } from '../../shared/telemetry/log';
 
 // ---------------------------------------------------------------------------------------------

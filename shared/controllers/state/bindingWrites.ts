@@ -4,9 +4,9 @@ import { bindingKey, PlacementFacts, resourceKindOf } from '../../failover/bindi
 import { hasWriteJournal, IndexedWrite, MAX_INTENT_CHARS, VersionedIntent, VersionedPlacement, WriteIntent, WriteJournal } from '../../store/ledger/journal';
 import { keep, mutate, Mutation, write } from '../../store/optimistic';
 import type { EvictionLedger, Versioned, VersionedEviction } from '../../store/ports';
+import type { BindingRecord } from '../../store/records';
 import { errorFields } from '../../telemetry/log';
 import type { ControlPlane } from '../ports';
-import type { BindingRecord } from '../records';
 
 /** The placement rows a binding version implies: one per cluster in spec.clusters. */
 export function placementsOf(record: BindingRecord): PlacementFacts[] {

@@ -2,8 +2,9 @@ import { PlaneState, RecentCache } from '../../cache';
 import type { BindingRef } from '../../failover/bindingModel';
 import { Admission, admitEviction, BudgetLoad, budgetSelects, isPercentage, resolveMaxInFlight } from '../../failover/budget';
 import { ConcurrencyError } from '../../store/ports';
-import type { BudgetFlight, ControlPlane, FailoverBudgetRecord, InFlightEntry } from '../ports';
-import type { BindingRecord } from '../records';
+import type { BudgetFlight, FailoverBudgetRecord, InFlightEntry } from '../../store/records';
+import type { BindingRecord } from '../../store/records';
+import type { ControlPlane } from '../ports';
 
 /**
  * FailoverBudgets at run time: which budgets select a binding, how many bindings are in flight under each,

@@ -1,8 +1,8 @@
 import type { BindingSpec } from '../../api/resources';
 import { inherit, PropagationCandidate, selectPolicy } from '../../failover/propagation';
 import { keep, Mutation, write } from '../../store/optimistic';
+import type { BindingRecord, StoredMetadata } from '../../store/records';
 import type { ControlPlane } from '../ports';
-import type { BindingRecord, StoredMetadata } from '../records';
 import { closeIntents, openIntents } from './bindingWrites';
 
 export type ApplyAction = 'created' | 'configured' | 'unchanged';

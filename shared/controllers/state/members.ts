@@ -1,7 +1,7 @@
 import { KARMADA, KubeApi, KubeApiError, MemberEndpoint } from '../../kube/api';
+import type { ClusterRecord } from '../../store/records';
 import type { Logger } from '../../telemetry/log';
 import type { MemberDirectory } from '../ports';
-import type { ClusterRecord } from '../records';
 
 /**
  * Where each member cluster's health endpoint is and how to authenticate to it.

@@ -6,9 +6,9 @@ import type { PropagationCandidate } from '../../failover/propagation';
 import { keep, mutate, write } from '../../store/optimistic';
 import type { PacerState } from '../../store/ports';
 import { ConcurrencyError, Versioned } from '../../store/ports';
+import type { PolicyRecord } from '../../store/records';
+import { BindingFlag, bindingFlags, BindingRecord, clusterCandidate, ClusterRecord } from '../../store/records';
 import type { ControlPlane, FleetSummary } from '../ports';
-import type { PolicyRecord } from '../records';
-import { BindingFlag, bindingFlags, BindingRecord, clusterCandidate, ClusterRecord } from '../records';
 
 /**
  * Reads that many invocations share, each kept by this process for about a second: a burst of evictions

@@ -1,10 +1,10 @@
-import { PlaneState } from '../../../cache';
-import type { Condition } from '../../../failover/model';
-import { FAILOVER, isConflict, KARMADA, KubeApiError, type KubeObject, type KubeResource } from '../../../kube/api';
-import { errorFields, StateChanges } from '../../../telemetry/log';
-import type { ControlPlane } from '../../ports';
-import { listAll, listIfServed } from './kubeObjects';
-import { isReservedPolicyName, ownPolicyId } from './policyStores';
+import { PlaneState } from '../../cache';
+import type { Condition } from '../../failover/model';
+import { FAILOVER, isConflict, KARMADA, KubeApiError, type KubeObject, type KubeResource } from '../../kube/api';
+import { listAll, listIfServed } from '../../store/karmada/kubeObjects';
+import { isReservedPolicyName, ownPolicyId } from '../../store/karmada/policyStores';
+import { errorFields, StateChanges } from '../../telemetry/log';
+import type { ControlPlane } from '../ports';
 
 /**
  * ClusterTaintPolicy status in Karmada. Where one ClusterTaintPolicy's conditions are published in Karmada, and what they are there now. Ours

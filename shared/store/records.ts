@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { type BindingSpec, type ClusterSpecInput, type ClusterTaintPolicySpec, isKarmadaTaintPolicySpec, type PropagationSpec } from '../api/resources';
+import {
+  type BindingSpec,
+  type ClusterSpecInput,
+  type ClusterTaintPolicySpec,
+  type FailoverBudgetSpec,
+  isKarmadaTaintPolicySpec,
+  type PropagationSpec,
+} from '../api/resources';
 import type { WorkloadStatusItem } from '../failover/applicationFailover';
 import type { BindingKind } from '../failover/bindingModel';
 import type { FailbackEntries } from '../failover/failback';
@@ -187,4 +194,31 @@ export function bindingFlags(record: BindingRecord): Record<BindingFlag, boolean
     // A home to go back to (or a failback done within the hour, shown by GET /api/failback).
     awaitsFailback: Object.keys(record.failback ?? {}).length > 0,
   };
+}
+
+/** A FailoverBudget as stored (standalone) or read from its custom resource (Karmada mode). */
+export interface FailoverBudgetRecord extends StoredMetadata {
+  namespace: string;
+  spec: FailoverBudgetSpec;
+}
+
+/** One binding in flight under a budget: released (or evicted by application failover), its task not yet seen cleared. */
+export interface InFlightEntry {
+  /** The binding key (`rb:<namespace>:<name>`). */
+  binding: string;
+  cluster: string;
+  /** When it was released. */
+  since: string;
+  /** The pacer (a ledger row it released) or application failover (no ledger row). */
+  by: 'pacer' | 'application';
+}
+
+/**
+ * What is in flight under one budget (document id: the budget's `<namespace>:<name>`), kept by whoever
+ * releases under it, ETag-checked: the in-flight entries, and the count of matching bindings a percentage
+ * is resolved against (recounted at most once a minute, and only for a percentage).
+ */
+export interface BudgetFlight {
+  inFlight: InFlightEntry[];
+  matching?: { count: number; countedAt: string };
 }

@@ -1,8 +1,8 @@
-import { TAINT_EFFECTS, TaintEffect } from '../../../api/resources';
-import type { ClusterTaint, Condition, PolicyWindow } from '../../../failover/model';
-import { KARMADA, KubeApi, KubeObject } from '../../../kube/api';
-import { ConcurrencyError, DocumentStore, Versioned } from '../../../store/ports';
-import type { ClusterRecord } from '../../records';
+import { TAINT_EFFECTS, TaintEffect } from '../../api/resources';
+import type { ClusterTaint, Condition, PolicyWindow } from '../../failover/model';
+import { KARMADA, KubeApi, KubeObject } from '../../kube/api';
+import { ConcurrencyError, DocumentStore, Versioned } from '../ports';
+import type { ClusterRecord } from '../records';
 import {
   ANNOTATIONS,
   annotationValue,

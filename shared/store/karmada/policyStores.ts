@@ -8,12 +8,12 @@ import {
   type PropagationSpec,
   taintPolicyShape,
   withClusterFailoverAnnotations,
-} from '../../../api/resources';
-import { policyKey } from '../../../failover/propagation';
-import { FAILOVER, KARMADA, KubeApi, KubeObject, KubeResource } from '../../../kube/api';
-import type { DocumentStore, Versioned } from '../../../store/ports';
-import { Logger, StateChanges } from '../../../telemetry/log';
-import type { PolicyRecord, PropagationPolicyRecord, StoredMetadata } from '../../records';
+} from '../../api/resources';
+import { policyKey } from '../../failover/propagation';
+import { FAILOVER, KARMADA, KubeApi, KubeObject, KubeResource } from '../../kube/api';
+import { Logger, StateChanges } from '../../telemetry/log';
+import type { DocumentStore, Versioned } from '../ports';
+import type { PolicyRecord, PropagationPolicyRecord, StoredMetadata } from '../records';
 import { listAll, listIfServed, ManagedInKarmadaError, userAnnotations } from './kubeObjects';
 
 /**

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { KARMADA, KubeApi, KubeApiError, KubeResource } from '../../../kube/api';
-import type { EventLog, EventQuery, EventRecord } from '../../../store/ports';
-import { errorFields, Logger, StateChanges } from '../../../telemetry/log';
+import { KARMADA, KubeApi, KubeApiError, KubeResource } from '../../kube/api';
+import { errorFields, Logger, StateChanges } from '../../telemetry/log';
+import type { EventLog, EventQuery, EventRecord } from '../ports';
 import { knownUid, noteUid } from './kubeObjects';
 
 /** The namespace Kubernetes puts events about cluster-scoped objects in. */

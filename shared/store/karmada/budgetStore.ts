@@ -1,8 +1,8 @@
-import { failoverBudgetSchema } from '../../../api/resources';
-import { KubeApi, KubeApiError, KubeObject, KubeResource } from '../../../kube/api';
-import type { DocumentStore, Versioned } from '../../../store/ports';
-import { Logger, StateChanges } from '../../../telemetry/log';
-import type { FailoverBudgetRecord } from '../../ports';
+import { failoverBudgetSchema } from '../../api/resources';
+import { KubeApi, KubeApiError, KubeObject, KubeResource } from '../../kube/api';
+import { Logger, StateChanges } from '../../telemetry/log';
+import type { DocumentStore, Versioned } from '../ports';
+import type { FailoverBudgetRecord } from '../records';
 import { listAll, ManagedInKarmadaError, userAnnotations } from './kubeObjects';
 
 /** The FailoverBudget custom resource (infra/failoverbudget-crd.yaml), served by the Karmada API server in Karmada mode. */

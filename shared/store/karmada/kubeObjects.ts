@@ -1,6 +1,6 @@
-export { ManagedInKarmadaError } from '../../../api/errors';
-import { isConflict, isNotFound, KubeApi, KubeApiError, KubeObject, KubeResource } from '../../../kube/api';
-import { ConcurrencyError } from '../../../store/ports';
+export { ManagedInKarmadaError } from '../../api/errors';
+import { isConflict, isNotFound, KubeApi, KubeApiError, KubeObject, KubeResource } from '../../kube/api';
+import { ConcurrencyError } from '../ports';
 
 /**
  * What the Karmada-backed stores share: the ETag is the object's resourceVersion, a 409 is a lost race

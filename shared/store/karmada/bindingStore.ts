@@ -1,9 +1,9 @@
-import { type BindingSpec, failoverSchema, placementSchema } from '../../../api/resources';
-import type { WorkloadStatusItem } from '../../../failover/applicationFailover';
-import { BindingKind, parseBindingKey } from '../../../failover/bindingModel';
-import { KARMADA, KubeApi, KubeObject, KubeResource } from '../../../kube/api';
-import { ConcurrencyError, FlaggedDocumentStore, Versioned } from '../../../store/ports';
-import { BindingFlag, bindingFlags, BindingRecord } from '../../records';
+import { type BindingSpec, failoverSchema, placementSchema } from '../../api/resources';
+import type { WorkloadStatusItem } from '../../failover/applicationFailover';
+import { BindingKind, parseBindingKey } from '../../failover/bindingModel';
+import { KARMADA, KubeApi, KubeObject, KubeResource } from '../../kube/api';
+import { ConcurrencyError, FlaggedDocumentStore, Versioned } from '../ports';
+import { BindingFlag, bindingFlags, BindingRecord } from '../records';
 import {
   ANNOTATIONS,
   annotationValue,
