@@ -57,7 +57,7 @@ const unusedVars = [
 
 export default defineConfig(
   {
-    ignores: ['dist/**', 'node_modules/**', 'infra/**', 'coverage/**', '**/*.mjs', '**/*.mts', '**/*.cjs', '**/*.js', '.azurite/**', '__*__/**'],
+    ignores: ['dist/**', 'node_modules/**', 'infra/**', 'coverage/**', '**/*.mjs', '**/*.mts', '**/*.cjs', '**/*.js', '.azurite/**', '__*__/**', '**/*.gen.ts'],
   },
   {
     files: TS_FILES,

@@ -22,7 +22,6 @@ export const ARTIFACTS = {
 const HEADER = [
   COMMENT_HEADER.trimEnd(),
   '// Generated from the OpenAPI document (shared/api/openapi.ts) by `npm run openapi`.',
-  "/* eslint-disable @typescript-eslint/no-redundant-type-constituents -- openapi-typescript writes '' | string for a string that may be empty */",
   '',
   '',
 ].join('\n');

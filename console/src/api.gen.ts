@@ -3,7 +3,6 @@
  * Do not make direct changes to the file.
  */
 // Generated from the OpenAPI document (shared/api/openapi.ts) by `npm run openapi`.
-/* eslint-disable @typescript-eslint/no-redundant-type-constituents -- openapi-typescript writes '' | string for a string that may be empty */
 
 export interface paths {
   '/apply': {
@@ -260,7 +259,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** workload health per cluster; clusters not in the report keep their entry */
+    /**
+     * workload health per cluster; clusters not in the report keep their entry
+     * @description Each clusterName appears at most once in aggregatedStatus: a repeat is a 400 naming it.
+     */
     post: operations['reportResourceBindingStatus'];
     delete?: never;
     options?: never;
@@ -311,7 +313,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** workload health per cluster; clusters not in the report keep their entry */
+    /**
+     * workload health per cluster; clusters not in the report keep their entry
+     * @description Each clusterName appears at most once in aggregatedStatus: a repeat is a 400 naming it.
+     */
     post: operations['reportClusterResourceBindingStatus'];
     delete?: never;
     options?: never;
@@ -644,7 +649,10 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** what a failure of failClusters would do; writes nothing (no token: a read) */
+    /**
+     * what a failure of failClusters would do; writes nothing (no token: a read)
+     * @description failClusters must name known clusters: an unknown one is a 400 naming it, and nothing is simulated.
+     */
     post: operations['whatIf'];
     delete?: never;
     options?: never;

@@ -36,3 +36,6 @@ export const templateQuerySchema = z.strictObject({
   namespace: templateNamespaceSchema.optional(),
   name: objectName.optional(),
 });
+
+/** DELETE /api/templates: the template is named in full. */
+export const templateDeleteQuerySchema = templateQuerySchema.required({ apiVersion: true, kind: true, name: true });

@@ -22,7 +22,7 @@ import {
   whatIfRequestSchema,
 } from '../resources';
 import { templateSchema } from '../templates';
-import { eventQuerySchema, evictionQuerySchema, fleetHistoryQuerySchema, templateQuerySchema } from './queries';
+import { eventQuerySchema, evictionQuerySchema, fleetHistoryQuerySchema, templateDeleteQuerySchema, templateQuerySchema } from './queries';
 import * as v from './views';
 
 /**
@@ -79,7 +79,7 @@ export const REQUEST_SCHEMAS = {
   FailoverBudgetObject: failoverBudgetSchema,
   TemplateObject: templateSchema,
   ApplyObject: applyObject,
-  ApplyRequest: z.union([applyObject, z.array(applyObject), z.looseObject({ kind: z.literal('List'), items: z.array(applyObject) })]),
+  ApplyRequest: z.union([applyObject, z.array(applyObject).min(1), z.looseObject({ kind: z.literal('List'), items: z.array(applyObject).min(1) })]),
   StatusReport: statusReportSchema,
   BindingStatusReport: bindingStatusReportSchema,
   WhatIfRequest: whatIfRequestSchema,
@@ -264,6 +264,7 @@ export const ROUTES: Route[] = [
         path: `${base}/status`,
         operationId: `report${kind}Status`,
         summary: 'workload health per cluster; clusters not in the report keep their entry',
+        description: 'Each clusterName appears at most once in aggregatedStatus: a repeat is a 400 naming it.',
         tag: 'bindings',
         security: 'admin',
         params,
@@ -323,7 +324,7 @@ export const ROUTES: Route[] = [
     summary: 'delete a template (apiVersion, kind and name required) and the binding it derived',
     tag: 'objects',
     security: 'admin',
-    query: templateQuerySchema,
+    query: templateDeleteQuerySchema,
     ok: 'DeleteAnswer',
     errors: [404, 409],
   },
@@ -385,6 +386,7 @@ export const ROUTES: Route[] = [
     path: '/whatif',
     operationId: 'whatIf',
     summary: 'what a failure of failClusters would do; writes nothing (no token: a read)',
+    description: 'failClusters must name known clusters: an unknown one is a 400 naming it, and nothing is simulated.',
     tag: 'fleet',
     body: 'WhatIfRequest',
     ok: 'WhatIfAnswer',
