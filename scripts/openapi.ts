@@ -19,12 +19,7 @@ export const ARTIFACTS = {
   consoleTypes: join(ROOT, 'console', 'src', 'api.gen.ts'),
 } as const;
 
-const HEADER = [
-  COMMENT_HEADER.trimEnd(),
-  '// Generated from the OpenAPI document (shared/api/openapi.ts) by `npm run openapi`.',
-  '',
-  '',
-].join('\n');
+const HEADER = [COMMENT_HEADER.trimEnd(), '// Generated from the OpenAPI document (shared/api/openapi.ts) by `npm run openapi`.', '', ''].join('\n');
 
 async function prettier(text: string, path: string): Promise<string> {
   const options = (await resolveConfig(path)) ?? {};
