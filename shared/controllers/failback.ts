@@ -1,6 +1,6 @@
 import { PlaneState, RecentCache } from '../cache';
 import { ACTIVE_STATES, bindingKey, displayName, EvictionRecord, pendingEviction } from '../failover/bindingModel';
-import { abandon, plan, redate, type RowChange } from '../failover/evictionRow';
+import { abandon, evictionRowId, plan, redate, type RowChange } from '../failover/evictionRow';
 import {
   decideFailback,
   FAILBACK_DONE_RETENTION_MS,
@@ -347,10 +347,10 @@ async function flushPlanned(plane: ControlPlane, planned: PlannedRow[]): Promise
   await planRows(plane, planned);
   const stored = new Map<string, EvictionRecord>();
   for (const cluster of new Set(planned.map((p) => p.change.record.cluster))) {
-    for (const row of await plane.ledger.listEvictions(cluster, ['pending'])) stored.set(`${cluster}|${row.record.bindingKey}`, row.record);
+    for (const row of await plane.ledger.listEvictions(cluster, ['pending'])) stored.set(evictionRowId(row.record), row.record);
   }
   const ours = planned.filter(({ change: { record } }) => {
-    const row = stored.get(`${record.cluster}|${record.bindingKey}`);
+    const row = stored.get(evictionRowId(record));
     return row?.decidedAt === record.decidedAt && row.home === record.home;
   });
   const at = plane.clock.now();

@@ -3,6 +3,7 @@ import { RecentCache } from '../cache';
 import type { EvictionState } from '../failover/bindingModel';
 import { bypassesGate, isCordonTaint } from '../failover/drain';
 import { decidedInEpisode, earliestTime, isFaultyTaint } from '../failover/evictionDecision';
+import { evictionRowId } from '../failover/evictionRow';
 import { forecastSlots } from '../failover/slotForecast';
 import { applicationFailoverResync } from './applicationFailover';
 import { karmadaConnection } from './karmadaSync';
@@ -82,7 +83,7 @@ export async function evictionQueueSummary(plane: ControlPlane): Promise<QueueSu
         active
           .filter(({ record }) => record.state !== 'blocked' && (plane.config.failoverEnabled || bypassesGate(record)))
           .map(({ record }) => ({
-            id: `${record.cluster}|${record.bindingKey}`,
+            id: evictionRowId(record),
             cluster: record.cluster,
             bindingKey: record.bindingKey,
             dueAt: Date.parse(record.dueAt),
@@ -103,7 +104,7 @@ export async function evictionQueueSummary(plane: ControlPlane): Promise<QueueSu
     const reasons = new Map<string, number>();
     for (const { record } of current)
       if (record.state === 'blocked') reasons.set(record.message ?? 'blocked', (reasons.get(record.message ?? 'blocked') ?? 0) + 1);
-    const etas = current.map(({ record }) => slots.get(`${record.cluster}|${record.bindingKey}`)).filter((t): t is number => t !== undefined);
+    const etas = current.map(({ record }) => slots.get(evictionRowId(record))).filter((t): t is number => t !== undefined);
     return {
       cluster: name,
       faulty: taints.some(isFaultyTaint),

@@ -1,7 +1,7 @@
 import type { EvictionRecord } from '../failover/bindingModel';
 import { bypassesGate } from '../failover/drain';
 import { assignSlots, directStartLeads, earliestSlot, slotHorizon, SlotLeads } from '../failover/evictionDecision';
-import { park, postpone, schedule } from '../failover/evictionRow';
+import { evictionRowId, park, postpone, schedule } from '../failover/evictionRow';
 import { orderDue } from '../failover/priority';
 import type { DueGroup, PacerState, VersionedEviction } from '../store/ports';
 import { errorFields } from '../telemetry/log';
@@ -220,12 +220,12 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   }
   // The budgets count the rows that got a slot as in flight (ETag-checked) before any is released; a row
   // another writer left no room for keeps its place in line (its slot goes unused).
-  const slotted = new Set(ready.slice(0, slots.length).map((r) => `${r.record.bindingKey}|${r.record.cluster}`));
-  const refused = gate ? await gate.commit((entry) => slotted.has(`${entry.binding}|${entry.cluster}`)) : new Set<string>();
+  const slotted = new Set(ready.slice(0, slots.length).map((r) => evictionRowId(r.record)));
+  const refused = gate ? await gate.commit((entry) => slotted.has(evictionRowId({ cluster: entry.cluster, bindingKey: entry.binding }))) : new Set<string>();
   const claimed = ready
     .slice(0, slots.length)
     .map((r, i) => ({ ...r, slot: slots[i] }))
-    .filter((r) => !refused.has(`${r.record.bindingKey}|${r.record.cluster}`));
+    .filter((r) => !refused.has(evictionRowId(r.record)));
 
   // The slots are ours: mark the rows scheduled (ETag-checked, batched per cluster), then send.
   const byCluster = new Map<string, number[]>();
@@ -290,8 +290,8 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   await Promise.all(sent);
   // A group is dropped only when every one of its rows got a slot (or went to wait for a budget);
   // otherwise it is read again next time.
-  const releasedNow = new Set(claimed.map((r) => `${r.record.bindingKey}|${r.record.cluster}`));
-  const unclaimed = new Set([...ready.filter((r) => !releasedNow.has(`${r.record.bindingKey}|${r.record.cluster}`)).map((r) => r.group), ...gated]);
+  const releasedNow = new Set(claimed.map((r) => evictionRowId(r.record)));
+  const unclaimed = new Set([...ready.filter((r) => !releasedNow.has(evictionRowId(r.record))).map((r) => r.group), ...gated]);
   await plane.ledger.deleteDue(exhausted.filter((g) => !unclaimed.has(g.token)));
   if (scheduled > 0) {
     plane.log.info('evictions scheduled', { count: scheduled, tier: health.tier, rate: health.rate, firstSlot: new Date(claimed[0].slot).toISOString() });

@@ -3,6 +3,7 @@ import { badRequest } from '../api/errors';
 import type { WhatIfRequest } from '../api/resources';
 import { mapConcurrent } from '../concurrency';
 import { ACTIVE_STATES, bindingKey, EvictionState } from '../failover/bindingModel';
+import { evictionRowId } from '../failover/evictionRow';
 import { whatIf, WhatIfBindingSpec } from '../failover/whatIf';
 import { clusterFacts, taintPolicy } from '../store/records';
 import { DELIVERY_LEAD_MS, MIN_SLOT_LEAD_MS } from './pacer';
@@ -34,7 +35,7 @@ export async function whatIfFailure(plane: ControlPlane, request: WhatIfRequest)
   const placements = rows.flatMap((r) => r.placements);
   const decided = new Map<string, { state: EvictionState; dueAt: string }>();
   for (const { record } of rows.flatMap((r) => r.evictions)) {
-    if (ACTIVE_STATES.includes(record.state)) decided.set(`${record.cluster}|${record.bindingKey}`, { state: record.state, dueAt: record.dueAt });
+    if (ACTIVE_STATES.includes(record.state)) decided.set(evictionRowId(record), { state: record.state, dueAt: record.dueAt });
   }
   const keys = [...new Set(placements.map(bindingKey))];
   const bindings = new Map<string, WhatIfBindingSpec>();
@@ -56,7 +57,7 @@ export async function whatIfFailure(plane: ControlPlane, request: WhatIfRequest)
     bindings,
     decided,
     waiting: waiting.map(({ record }) => ({
-      id: `${record.cluster}|${record.bindingKey}`,
+      id: evictionRowId(record),
       cluster: record.cluster,
       bindingKey: record.bindingKey,
       dueAt: Date.parse(record.dueAt),

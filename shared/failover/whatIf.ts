@@ -3,6 +3,7 @@ import { activeBlocks, DEFAULT_BLOCK_SECONDS } from './applicationFailover';
 import { bindingKey, EvictionRecord, EvictionState, parseBindingKey, PlacementFacts } from './bindingModel';
 import { mergeConditions, ReportedCondition } from './conditions';
 import { decideEviction, isFaultyTaint, RateSettings } from './evictionDecision';
+import { evictionRowId } from './evictionRow';
 import { FleetHealth, fleetHealth, isUnhealthyCluster } from './fleetHealth';
 import type { AnyTaintPolicy, ClusterFacts, ClusterTaint } from './model';
 import { evictFromPlacement } from './placementEviction';
@@ -150,7 +151,7 @@ export function whatIf(input: WhatIfInput): WhatIfResult {
     const timeline = timelines.get(placement.cluster) ?? [];
     const key = bindingKey(placement);
     const ref = parseBindingKey(key);
-    const frozen = input.decided.get(`${placement.cluster}|${key}`);
+    const frozen = input.decided.get(evictionRowId({ cluster: placement.cluster, bindingKey: key }));
     if (frozen) {
       alreadyDecided.push({ binding: ref, cluster: placement.cluster, state: frozen.state, dueAt: frozen.dueAt });
       continue;
@@ -177,7 +178,7 @@ export function whatIf(input: WhatIfInput): WhatIfResult {
 
   // The pacer's slots, after the rows already waiting.
   const heldBy = !input.switches.failoverEnabled ? 'gate' : input.switches.paused ? 'paused' : health.rate <= 0 ? 'halted' : null;
-  const id = (cluster: string, key: string) => `${cluster}|${key}`;
+  const id = (cluster: string, key: string) => evictionRowId({ cluster, bindingKey: key });
   const slots = heldBy
     ? new Map<string, number>()
     : forecastSlots(

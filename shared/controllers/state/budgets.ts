@@ -1,6 +1,7 @@
 import { PlaneState, RecentCache } from '../../cache';
 import type { BindingRef } from '../../failover/bindingModel';
 import { Admission, admitEviction, BudgetLoad, budgetSelects, isPercentage, resolveMaxInFlight } from '../../failover/budget';
+import { evictionRowId } from '../../failover/evictionRow';
 import { ConcurrencyError } from '../../store/ports';
 import type { BudgetFlight, FailoverBudgetRecord, InFlightEntry } from '../../store/records';
 import type { BindingRecord } from '../../store/records';
@@ -40,7 +41,8 @@ export const budgetKey = (budget: { namespace: string; name: string }): string =
 export const budgetId = (budget: { namespace: string; name: string }): string => `${budget.namespace}:${budget.name}`;
 /** What the decisions see of a budget. */
 export const ruleOf = (budget: FailoverBudgetRecord) => ({ key: budgetKey(budget), namespace: budget.namespace, selector: budget.spec.selector });
-const entryId = (entry: Pick<InFlightEntry, 'binding' | 'cluster'>) => `${entry.binding}|${entry.cluster}`;
+/** An in-flight entry's identity: its ledger row's. */
+const entryId = (entry: Pick<InFlightEntry, 'binding' | 'cluster'>) => evictionRowId({ cluster: entry.cluster, bindingKey: entry.binding });
 
 const rulesCache = new RecentCache<FailoverBudgetRecord[]>('budgetRules', SECOND);
 
