@@ -4,20 +4,20 @@ import { requireAdmin } from '../shared/http/auth';
 import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
-import { controlPlane } from '../shared/runtime';
+import { invocationPlane } from '../shared/runtime';
 
 /** POST /api/clusters/{name}/drain: cordon the cluster and move every binding off it at the global rate. */
-export const clusterDrain = httpFunction(async (req) => {
+export const clusterDrain = httpFunction(async (req, ctx) => {
   allowMethods(req, ['POST']);
-  const plane = controlPlane();
+  const plane = invocationPlane(ctx);
   const actor = requireAdmin(req, plane.config.auth);
   return json(200, await drainCluster(plane, routeParams(req).name, actor));
 });
 
 /** POST /api/clusters/{name}/uncordon: remove the drain's cordon and abandon its waiting evictions. */
-export const clusterUncordon = httpFunction(async (req) => {
+export const clusterUncordon = httpFunction(async (req, ctx) => {
   allowMethods(req, ['POST']);
-  const plane = controlPlane();
+  const plane = invocationPlane(ctx);
   const actor = requireAdmin(req, plane.config.auth);
   return json(200, await uncordonCluster(plane, routeParams(req).name, actor));
 });

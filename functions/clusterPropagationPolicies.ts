@@ -6,11 +6,11 @@ import { requireAdmin } from '../shared/http/auth';
 import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
-import { controlPlane } from '../shared/runtime';
+import { invocationPlane } from '../shared/runtime';
 
 /** GET /api/clusterpropagationpolicies[/{name}], DELETE /api/clusterpropagationpolicies/{name}. */
-export const clusterPropagationPolicies = httpFunction(async (req) => {
-  const plane = controlPlane();
+export const clusterPropagationPolicies = httpFunction(async (req, ctx) => {
+  const plane = invocationPlane(ctx);
   const name = routeParams(req).name;
   if (!name) {
     allowMethods(req, ['GET']);

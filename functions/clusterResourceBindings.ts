@@ -5,11 +5,11 @@ import { requireAdmin } from '../shared/http/auth';
 import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
-import { controlPlane } from '../shared/runtime';
+import { invocationPlane } from '../shared/runtime';
 
 /** GET /api/clusterresourcebindings[/{name}], DELETE /api/clusterresourcebindings/{name}. */
-export const clusterResourceBindings = httpFunction(async (req) => {
-  const plane = controlPlane();
+export const clusterResourceBindings = httpFunction(async (req, ctx) => {
+  const plane = invocationPlane(ctx);
   const name = routeParams(req).name;
   if (!name) {
     allowMethods(req, ['GET']);

@@ -7,14 +7,14 @@ import { clusterResource } from '../shared/controllers/views';
 import { verifyClusterReport } from '../shared/http/auth';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
-import { controlPlane } from '../shared/runtime';
+import { invocationPlane } from '../shared/runtime';
 
 /** POST /api/clusters/{name}/status: our native health report (conditions + optional observedAt). */
-export const clusterStatus = httpFunction(async (req) => {
+export const clusterStatus = httpFunction(async (req, ctx) => {
   allowMethods(req, ['POST']);
   const name = clusterName.safeParse(req.params.name);
   if (!name.success) throw badRequest([{ path: 'name', message: `cluster name in the URL ${name.error.issues[0].message}` }]);
-  const plane = controlPlane();
+  const plane = invocationPlane(ctx);
   const format = bodyFormat(req.headers.get('content-type'));
   const bytes = await readBodyBytes(req, plane.config.maxRequestBodyBytes);
   // Who may report: checked on the raw bytes, before anything is parsed or stored.

@@ -5,12 +5,12 @@ import { requireAdmin } from '../shared/http/auth';
 import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
-import { controlPlane } from '../shared/runtime';
+import { invocationPlane } from '../shared/runtime';
 
 /** GET (and HEAD) /api/clusters, GET and DELETE /api/clusters/{name}. */
-export const clusters = httpFunction(async (req) => {
+export const clusters = httpFunction(async (req, ctx) => {
   const { name } = routeParams(req);
-  const plane = controlPlane();
+  const plane = invocationPlane(ctx);
   if (!name) {
     allowMethods(req, ['GET', 'HEAD']);
     return json(200, { apiVersion: 'cluster.karmada.io/v1alpha1', kind: 'ClusterList', items: await listClusters(plane) });

@@ -6,11 +6,11 @@ import { requireAdmin } from '../shared/http/auth';
 import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
-import { controlPlane } from '../shared/runtime';
+import { invocationPlane } from '../shared/runtime';
 
 /** GET /api/propagationpolicies[/{namespace}[/{name}]], DELETE /api/propagationpolicies/{namespace}/{name}. */
-export const propagationPolicies = httpFunction(async (req) => {
-  const plane = controlPlane();
+export const propagationPolicies = httpFunction(async (req, ctx) => {
+  const plane = invocationPlane(ctx);
   const { namespace, name } = routeParams(req);
   if (!namespace || !name) {
     allowMethods(req, ['GET']);

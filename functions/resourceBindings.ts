@@ -6,12 +6,12 @@ import { requireAdmin } from '../shared/http/auth';
 import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
-import { controlPlane } from '../shared/runtime';
+import { invocationPlane } from '../shared/runtime';
 
 /** GET (and HEAD) /api/resourcebindings[/{namespace}[/{name}]], DELETE /api/resourcebindings/{namespace}/{name}. */
-export const resourceBindings = httpFunction(async (req) => {
+export const resourceBindings = httpFunction(async (req, ctx) => {
   const { namespace, name } = routeParams(req);
-  const plane = controlPlane();
+  const plane = invocationPlane(ctx);
   if (!namespace || !name) {
     allowMethods(req, ['GET', 'HEAD']);
     return json(200, { apiVersion: 'work.karmada.io/v1alpha2', kind: 'ResourceBindingList', items: await listBindings(plane, 'ResourceBinding', namespace) });

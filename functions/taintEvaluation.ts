@@ -5,7 +5,7 @@ import { awaitDeadline } from '../shared/queue/deadline';
 import { handingOff } from '../shared/queue/handOff';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
-import { controlPlane } from '../shared/runtime';
+import { invocationPlane } from '../shared/runtime';
 import { tracedQueueHandler } from '../shared/telemetry/triggers';
 
 /**
@@ -16,7 +16,7 @@ import { tracedQueueHandler } from '../shared/telemetry/triggers';
 export async function taintEvaluation(message: unknown, ctx: InvocationContext): Promise<void> {
   const parsed = parseQueueMessage(taintEvaluationMessage, message, ctx, 'taint evaluation');
   if (!parsed) return;
-  const plane = controlPlane();
+  const plane = invocationPlane(ctx);
   if (!(await awaitDeadline(plane.clock, parsed.dueAt, EVALUATION_LEAD_SECONDS, (due) => scheduleEvaluation(plane, parsed.cluster, due)))) return;
   await evaluateCluster(plane, parsed.cluster);
 }

@@ -5,7 +5,7 @@ import { handleTaintManagerMessage } from '../shared/controllers/taintManager';
 import { evictionsOutput, handingOff } from '../shared/queue/handOff';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
 import { QUEUES } from '../shared/queue/storageQueue';
-import { controlPlane } from '../shared/runtime';
+import { invocationPlane } from '../shared/runtime';
 import { tracedQueueHandler } from '../shared/telemetry/triggers';
 
 /**
@@ -17,7 +17,7 @@ import { tracedQueueHandler } from '../shared/telemetry/triggers';
 export async function taintManager(message: unknown, ctx: InvocationContext): Promise<void> {
   const parsed = parseQueueMessage(taintManagerMessage, message, ctx, 'taint manager');
   if (!parsed) return;
-  const plane = controlPlane();
+  const plane = invocationPlane(ctx);
   // Rows planned by this pass are paced at once; rows another pass planned (the Karmada watch plans and
   // paces a failure itself) and a binding's change on a cluster already planned wait for the timer's tick.
   await handleTaintManagerMessage(plane, parsed, (outcome) => (outcome.planned > 0 ? paceAndRunFirst(plane) : Promise.resolve()));

@@ -6,17 +6,17 @@ import { requireAdmin } from '../shared/http/auth';
 import { parseQuery } from '../shared/http/query';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
 import { handingOff } from '../shared/queue/handOff';
-import { controlPlane } from '../shared/runtime';
+import { invocationPlane } from '../shared/runtime';
 
 /**
  * GET (and HEAD) /api/templates?apiVersion=&kind=&namespace=&name=: resource templates (one when all of
  * apiVersion, kind and name are given); DELETE with apiVersion, kind, name (and namespace): deletes the
  * template and the binding it derived.
  */
-export const templates = httpFunction(async (req) => {
+export const templates = httpFunction(async (req, ctx) => {
   allowMethods(req, ['GET', 'HEAD', 'DELETE']);
   const query = parseQuery(req, templateQuerySchema);
-  const plane = controlPlane();
+  const plane = invocationPlane(ctx);
   const { apiVersion, kind, namespace, name } = query;
   const one = apiVersion && kind && name ? { apiVersion, kind, name, ...(namespace ? { namespace } : {}) } : undefined;
   const label = one ? `${one.kind} ${namespace ? `${namespace}/` : ''}${one.name}` : '';

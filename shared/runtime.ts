@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import type { InvocationContext } from '@azure/functions';
 import { PlaneCaches } from './cache';
 import { systemClock } from './clock';
 import { AppConfig, loadConfig } from './config';
@@ -19,6 +20,7 @@ import { KarmadaMemberDirectory, StaticMemberDirectory } from './controllers/sta
 import type { PolicyState } from './failover/policyStatus';
 import { warnAboutAuth } from './http/auth';
 import { ClientNodeProber, lazyKubeApi, membersFromKubeconfig } from './kube/clientNode';
+import { outboxOf } from './queue/handOff';
 import { QUEUES, StorageMessageQueue } from './queue/storageQueue';
 import { StorageClients, storageFromConnectionString, storageFromIdentity } from './store/connection';
 import { KarmadaBindingStore } from './store/karmada/bindingStore';
@@ -27,6 +29,7 @@ import { ClusterOverlay, KarmadaClusterStore } from './store/karmada/clusterStor
 import { KubeMirroredEventLog } from './store/karmada/kubeEvents';
 import { karmadaPropagationPolicyStore, karmadaTaintPolicyStore } from './store/karmada/policyStores';
 import { TableLedger } from './store/ledgerTable';
+import type { MessageQueue } from './store/ports';
 import {
   BindingFlag,
   bindingFlags,
@@ -136,6 +139,26 @@ export function storageFor(config: AppConfig): StorageClients {
   throw new Error(
     'no storage account: set AzureWebJobsStorage, or AzureWebJobsStorage__accountName (or __queueServiceUri and __tableServiceUri) for an identity (npm start provides Azurite)',
   );
+}
+
+/**
+ * The plane for one invocation: the process's plane, with its queues through the invocation's outbox when
+ * the function hands messages off to its output bindings (`handingOff`), so a send there is held for the
+ * binding instead of written. Everything else (stores, caches) is the process's.
+ */
+export function invocationPlane(ctx: InvocationContext): ControlPlane {
+  const plane = controlPlane();
+  const outbox = outboxOf(ctx);
+  if (!outbox) return plane;
+  const through = <T>(queue: MessageQueue<T>) => queue.through?.(outbox) ?? queue;
+  return {
+    ...plane,
+    evaluations: through(plane.evaluations),
+    taintManager: through(plane.taintManager),
+    evictions: through(plane.evictions),
+    scheduler: through(plane.scheduler),
+    applicationFailover: through(plane.applicationFailover),
+  };
 }
 
 export function controlPlane(): ControlPlane {

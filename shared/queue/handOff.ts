@@ -1,5 +1,5 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { type InvocationContext, output, type StorageQueueOutput } from '@azure/functions';
+import type { Outbox } from '../store/ports';
 import { QUEUES } from './names';
 
 /**
@@ -30,11 +30,36 @@ interface Held {
   sendDirectly?: (message: unknown) => Promise<void>;
 }
 
-const outbox = new AsyncLocalStorage<Map<string, Held>>();
+/** The messages one invocation holds for its queue outputs. */
+class InvocationOutbox implements Outbox {
+  readonly held: Map<string, Held>;
+
+  constructor(outputs: readonly StorageQueueOutput[]) {
+    this.held = new Map(outputs.map((binding) => [String(binding.queueName), { messages: new Map() }]));
+  }
+
+  /** Messages equal but for their trace context are held once (the first trace kept). */
+  hold(queueName: string, message: object, sendDirectly: (message: unknown) => Promise<void>): boolean {
+    const held = this.held.get(queueName);
+    if (!held) return false;
+    held.sendDirectly ??= sendDirectly;
+    const key = JSON.stringify(message, (name, value: unknown) => (name === 'traceparent' || name === 'tracestate' ? undefined : value));
+    if (!held.messages.has(key)) held.messages.set(key, message);
+    return true;
+  }
+}
+
+const outboxes = new WeakMap<InvocationContext, InvocationOutbox>();
 
 /**
- * Registration options for a function whose taint-manager messages go through the output binding: spread
- * into `app.http/timer/storageQueue`. Outputs are set when the handler returns. When it throws, the host
+ * The outbox of a running invocation registered with `handingOff` (undefined otherwise): a trigger builds
+ * its plane's queues through it (shared/runtime.ts `invocationPlane`), so whoever sends there hands off.
+ */
+export const outboxOf = (ctx: InvocationContext): Outbox | undefined => outboxes.get(ctx);
+
+/**
+ * Registration options for a function whose messages go through its output bindings: spread into
+ * `app.http/timer/storageQueue`. Outputs are set when the handler returns. When it throws, the host
  * would write none, but what the messages announce is already stored (a retry would find nothing changed
  * and send nothing): they are sent directly before the error goes on. Only for functions that finish in
  * moments: a message waits for the end of its invocation.
@@ -43,34 +68,23 @@ export function handingOff<T, R>(handler: (trigger: T, ctx: InvocationContext) =
   return {
     extraOutputs: [...outputs],
     handler: async (trigger: T, ctx: InvocationContext): Promise<R> => {
-      const boxes = new Map<string, Held>(outputs.map((binding) => [String(binding.queueName), { messages: new Map() }]));
+      const outbox = new InvocationOutbox(outputs);
+      outboxes.set(ctx, outbox);
       let result: R;
       try {
-        result = await outbox.run(boxes, async () => handler(trigger, ctx));
+        result = await handler(trigger, ctx);
       } catch (error) {
-        const sends = [...boxes.values()].flatMap(({ messages, sendDirectly }) => (sendDirectly ? [...messages.values()].map(sendDirectly) : []));
+        const sends = [...outbox.held.values()].flatMap(({ messages, sendDirectly }) => (sendDirectly ? [...messages.values()].map(sendDirectly) : []));
         await Promise.allSettled(sends);
         throw error;
+      } finally {
+        outboxes.delete(ctx);
       }
       for (const binding of outputs) {
-        const messages = [...boxes.get(String(binding.queueName))!.messages.values()];
+        const messages = [...outbox.held.get(String(binding.queueName))!.messages.values()];
         if (messages.length > 0) ctx.extraOutputs.set(binding, messages);
       }
       return result;
     },
   };
-}
-
-/**
- * Holds `message` for the running invocation's output to `queueName`; false when there is none (send it
- * yourself). `sendDirectly` is used if the invocation fails. Messages equal but for their trace context are
- * held once (the first trace kept).
- */
-export function handOff(queueName: string, message: object, sendDirectly: (message: unknown) => Promise<void>): boolean {
-  const held = outbox.getStore()?.get(queueName);
-  if (!held) return false;
-  held.sendDirectly ??= sendDirectly;
-  const key = JSON.stringify(message, (name, value: unknown) => (name === 'traceparent' || name === 'tracestate' ? undefined : value));
-  if (!held.messages.has(key)) held.messages.set(key, message);
-  return true;
 }

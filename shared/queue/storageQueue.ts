@@ -1,8 +1,7 @@
 import { QueueClient } from '@azure/storage-queue';
-import type { MessageQueue, SendOptions } from '../store/ports';
+import type { MessageQueue, Outbox, SendOptions } from '../store/ports';
 import { ATTR, currentTraceCarrier, inSpan, SpanKind } from '../telemetry/tracing';
 import { encodeMessage } from './encoding';
-import { handOff } from './handOff';
 
 export { QUEUES } from './names';
 
@@ -13,7 +12,14 @@ export type { MessageQueue, SendOptions } from '../store/ports';
 
 /** Adapter: an Azure Storage queue, base64 JSON messages, visibility delays for scheduling. */
 export class StorageMessageQueue<T> implements MessageQueue<T> {
-  constructor(private readonly client: QueueClient) {}
+  constructor(
+    private readonly client: QueueClient,
+    private readonly outbox?: Outbox,
+  ) {}
+
+  through(outbox: Outbox): StorageMessageQueue<T> {
+    return new StorageMessageQueue<T>(this.client, outbox);
+  }
 
   async send(message: T, options: SendOptions = {}): Promise<void> {
     const delay = Math.min(MAX_DELAY_SECONDS, Math.max(0, Math.floor(options.delaySeconds ?? 0)));
@@ -26,7 +32,7 @@ export class StorageMessageQueue<T> implements MessageQueue<T> {
         const sendDirectly = async (payload: unknown, visibilityTimeout = 0) => {
           await this.client.sendMessage(encodeMessage(payload), { visibilityTimeout, messageTimeToLive: -1 });
         };
-        if (delay === 0 && handOff(this.client.name, body, sendDirectly)) return;
+        if (delay === 0 && this.outbox?.hold(this.client.name, body, sendDirectly)) return;
         await sendDirectly(body, delay);
       },
     );

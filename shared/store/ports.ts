@@ -119,6 +119,17 @@ export interface SendOptions {
 /** A durable queue of JSON messages. */
 export interface MessageQueue<T> {
   send(message: T, options?: SendOptions): Promise<void>;
+  /**
+   * This queue with its undelayed messages held by `outbox` (an invocation's output binding) instead of
+   * sent; absent where a queue has no such binding (in memory).
+   */
+  through?(outbox: Outbox): MessageQueue<T>;
+}
+
+/** An invocation's queue outputs: holds a message for the queue named, or says it has no output for it. */
+export interface Outbox {
+  /** False when the invocation has no output for `queueName` (send it yourself). `sendDirectly` is used if the invocation fails. */
+  hold(queueName: string, message: object, sendDirectly: (message: unknown) => Promise<void>): boolean;
 }
 
 /** Pending rows of one cluster shard that share a due time: the unit the pacer reads in due order. */

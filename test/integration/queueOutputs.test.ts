@@ -5,7 +5,7 @@ import { app, HttpRequest, InvocationContext } from '@azure/functions';
 import { LocalFunctionsHost } from '../../shared/local/host';
 import type { HostSettings } from '../../shared/local/hostJson';
 import { decodeMessage } from '../../shared/queue/encoding';
-import { handingOff, taintManagerOutput } from '../../shared/queue/handOff';
+import { handingOff, outboxOf, taintManagerOutput } from '../../shared/queue/handOff';
 import { QUEUES, StorageMessageQueue } from '../../shared/queue/storageQueue';
 import { TableLeaseStore, TABLES } from '../../shared/store/tableStorage';
 import { silentLogger } from '../../shared/telemetry/log';
@@ -26,14 +26,16 @@ const settings: HostSettings = {
 
 let env: TestStorage;
 let taintManager: StorageMessageQueue<{ cluster: string }>;
+/** The queue as a trigger's plane has it: through the invocation's outbox. */
+const handingOffQueue = (ctx: InvocationContext) => taintManager.through(outboxOf(ctx)!);
 const received: Array<{ message: unknown; at: number }> = [];
 
 app.http('handOffHttp', {
   methods: ['POST'],
   route: 'handoff',
-  ...handingOff(async (req: HttpRequest) => {
+  ...handingOff(async (req: HttpRequest, ctx: InvocationContext) => {
     const body = (await req.json()) as { clusters: string[]; fail?: boolean; delaySeconds?: number };
-    for (const cluster of body.clusters) await taintManager.send({ cluster }, { delaySeconds: body.delaySeconds });
+    for (const cluster of body.clusters) await handingOffQueue(ctx).send({ cluster }, { delaySeconds: body.delaySeconds });
     if (body.fail) throw new Error('failed after sending');
     return { status: 202 };
   }),
@@ -109,8 +111,8 @@ describe('queue output bindings on the local host', () => {
 
   it('hold a message once however often one invocation sends it', async () => {
     const ctx = new InvocationContext({ functionName: 'repeats' });
-    await handingOff(async () => {
-      for (const cluster of ['a', 'b', 'a', 'a']) await taintManager.send({ cluster });
+    await handingOff(async (_trigger: unknown, invocation: InvocationContext) => {
+      for (const cluster of ['a', 'b', 'a', 'a']) await handingOffQueue(invocation).send({ cluster });
     }).handler(undefined, ctx);
     expect(ctx.extraOutputs.get(taintManagerOutput)).toEqual([expect.objectContaining({ cluster: 'a' }), expect.objectContaining({ cluster: 'b' })]);
   });
@@ -118,9 +120,9 @@ describe('queue output bindings on the local host', () => {
   it('carry no delayed message: one with a visibility delay is sent by the app itself', async () => {
     await clear();
     const ctx = new InvocationContext({ functionName: 'direct' });
-    const handler = handingOff(async () => {
-      await taintManager.send({ cluster: 'later' }, { delaySeconds: 30 });
-      await taintManager.send({ cluster: 'now' });
+    const handler = handingOff(async (_trigger: unknown, invocation: InvocationContext) => {
+      await handingOffQueue(invocation).send({ cluster: 'later' }, { delaySeconds: 30 });
+      await handingOffQueue(invocation).send({ cluster: 'now' });
     }).handler;
     await handler(undefined, ctx);
     expect(ctx.extraOutputs.get(taintManagerOutput)).toEqual([expect.objectContaining({ cluster: 'now' })]);
