@@ -3,7 +3,6 @@ import type { AppliedObject } from '../api/decode';
 import { reportedErrors } from '../api/decode';
 import { ApiError, FieldError, ManagedInKarmadaError } from '../api/errors';
 import { mapConcurrent } from '../concurrency';
-import { MAX_ENTITY_BYTES, storedDocumentBytes } from '../store/tableStorage';
 import { applyBindings } from './bindingBatch';
 import { applyBinding } from './bindings';
 import { applyBudget } from './budgets';
@@ -22,17 +21,21 @@ const TEMPLATE_CONCURRENCY = 16;
 /** How many consecutive Clusters of one request are applied at once (each is its own document, ETag-checked). */
 const CLUSTER_CONCURRENCY = 8;
 /** Room an object must leave in its stored document for what the app adds later (status, conditions, claims). */
-const STATUS_RESERVE_BYTES = 64 * 1024;
-/** The most an applied object may take stored. */
-export const MAX_STORED_OBJECT_BYTES = MAX_ENTITY_BYTES - STATUS_RESERVE_BYTES;
+export const STATUS_RESERVE_BYTES = 64 * 1024;
+
+/** How a store measures a document (DocumentStore.measure). */
+export type DocumentMeasure = (value: unknown) => { bytes: number; limit: number };
 
 /**
  * The objects that would not fit in one stored document ("ConfigMap default/big", its index and size): each
  * measured as it will be stored (a template as its record, with its labels and annotations twice; one of ours
  * without the status it ignores).
  */
-export function objectsTooLargeToStore(objects: readonly AppliedObject[]): Array<{ document: number; object: string; bytes: number }> {
-  const found: Array<{ document: number; object: string; bytes: number }> = [];
+export function objectsTooLargeToStore(
+  objects: readonly AppliedObject[],
+  measure: DocumentMeasure,
+): Array<{ document: number; object: string; bytes: number; limit: number; entityLimit: number }> {
+  const found: Array<{ document: number; object: string; bytes: number; limit: number; entityLimit: number }> = [];
   objects.forEach((item, document) => {
     let stored: unknown;
     if (item.kind === 'ResourceTemplate') stored = newTemplateRecord(item.object, new Date(0));
@@ -40,9 +43,10 @@ export function objectsTooLargeToStore(objects: readonly AppliedObject[]): Array
       const { status: _ignored, ...rest } = item.object as Record<string, unknown>;
       stored = rest;
     }
-    const bytes = storedDocumentBytes(stored);
-    if (bytes > MAX_STORED_OBJECT_BYTES)
-      found.push({ document, object: `${item.kind === 'ResourceTemplate' ? item.object.kind : item.kind} ${item.name}`, bytes });
+    const { bytes, limit: entityLimit } = measure(stored);
+    const limit = entityLimit - STATUS_RESERVE_BYTES;
+    if (bytes > limit)
+      found.push({ document, object: `${item.kind === 'ResourceTemplate' ? item.object.kind : item.kind} ${item.name}`, bytes, limit, entityLimit });
   });
   return found;
 }
@@ -58,12 +62,14 @@ export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]
   const first = objects[0];
   if (plane.karmada && first) throw new ManagedInKarmadaError(first.kind === 'ResourceTemplate' ? first.object.kind : first.kind);
   // All or nothing: an object the store would refuse is refused before the ones ahead of it are written.
-  const tooLarge = objectsTooLargeToStore(objects);
+  // Every table store keeps a document the same way: the templates' store measures for all kinds.
+  const measure = plane.templates.measure?.bind(plane.templates);
+  const tooLarge = measure ? objectsTooLargeToStore(objects, measure) : [];
   if (tooLarge.length > 0) {
-    const errors: FieldError[] = tooLarge.map(({ document, object, bytes }) => ({
+    const errors: FieldError[] = tooLarge.map(({ document, object, bytes, limit, entityLimit }) => ({
       document,
       path: '',
-      message: `${object} is too large to store: ${bytes} bytes stored, the limit is ${MAX_STORED_OBJECT_BYTES} (one storage entity of ${MAX_ENTITY_BYTES} bytes, less room for its status)`,
+      message: `${object} is too large to store: ${bytes} bytes stored, the limit is ${limit} (one storage entity of ${entityLimit} bytes, less room for its status)`,
     }));
     const what = tooLarge.length === 1 ? `${tooLarge[0].object} is` : `${tooLarge.length} objects are`;
     throw new ApiError(413, `${what} too large to store; nothing was applied`, reportedErrors(errors));

@@ -25,6 +25,11 @@ export interface DocumentStore<T> {
   replace(id: string, value: T, etag: string): Promise<string>;
   /** False when absent; ConcurrencyError when `etag` is given and stale. */
   delete(id: string, etag?: string): Promise<boolean>;
+  /**
+   * How many bytes `value` takes stored and the most one document may take, where the store has such a
+   * limit (absent: no limit, as in memory): a writer refuses up front what the store would refuse half-way.
+   */
+  measure?(value: unknown): { bytes: number; limit: number };
 }
 
 /**

@@ -92,6 +92,10 @@ const LAYOUT_PARTITION = '~layout';
  * count are moved once, before the first call (`ensureLayout`). Listings are in id order either way.
  */
 export class TableDocumentStore<T, F extends string = never> implements BulkDocumentStore<T>, BatchDocumentStore<T>, FlaggedDocumentStore<T, F> {
+  measure(value: unknown): { bytes: number; limit: number } {
+    return { bytes: storedDocumentBytes(value), limit: MAX_ENTITY_BYTES };
+  }
+
   private layout?: Promise<void>;
   /** The kind was empty when checked: the first write records the layout with it. */
   private layoutUnrecorded = false;

@@ -105,6 +105,12 @@ const RULES: Array<[string, (f: string) => boolean, (f: string) => boolean, stri
   ],
   ['views', is(`${C}views.ts`), (t) => under(C)(t), 'views map records to API shapes'],
   ['state layer', under(`${C}state/`), (t) => useCase(t) || t === `${C}views.ts`, 'the state layer imports only ports, records, decisions and adapters'],
+  [
+    'use-cases',
+    (f) => useCase(f) && f !== `${C}karmadaSync.ts`,
+    (t) => under('shared/store/')(t) && !['shared/store/ports.ts', RECORDS, 'shared/store/optimistic.ts'].includes(t),
+    'use-cases reach storage through its ports (the Karmada change feed alone maps watched objects with the Karmada adapters' own mapping)',
+  ],
   ['shared/', under('shared/'), under('functions/'), 'functions/ sits on top'],
   ['functions/', under('functions/'), under(`${C}state/`), 'triggers call use-cases, not the state layer'],
 ];

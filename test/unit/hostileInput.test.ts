@@ -9,7 +9,7 @@ import { decodeApplyDocuments, MAX_REPORTED_ERRORS, parseDocuments, repeatedJson
 import { ApiError } from '../../shared/api/errors';
 import { clusterKey, explicitClusterKey, signReport } from '../../shared/auth/signing';
 import type { AuthSettings } from '../../shared/config';
-import { MAX_STORED_OBJECT_BYTES, objectsTooLargeToStore } from '../../shared/controllers/apply';
+import { objectsTooLargeToStore, STATUS_RESERVE_BYTES } from '../../shared/controllers/apply';
 import { mapAlertmanager, mapAzureMonitor } from '../../shared/failover/alertMapping';
 import { verifyClusterReport } from '../../shared/http/auth';
 import { routeParamProblem, routeParams } from '../../shared/http/pathParams';
@@ -284,11 +284,12 @@ describe('objects too large to store', () => {
       // Annotations are stored twice (the record's own and the manifest's): 300 KB of them is 1.2 MB.
       configMap('annotated', {}, { note: 'x'.repeat(300 * 1024) }),
     ]);
-    expect(objectsTooLargeToStore(objects).map((o) => [o.document, o.object])).toEqual([
+    const measure = (value: unknown) => ({ bytes: storedDocumentBytes(value), limit: MAX_ENTITY_BYTES });
+    expect(objectsTooLargeToStore(objects, measure).map((o) => [o.document, o.object])).toEqual([
       [2, 'ConfigMap default/big'],
       [3, 'ConfigMap default/nul'],
       [4, 'ConfigMap default/annotated'],
     ]);
-    expect(MAX_STORED_OBJECT_BYTES).toBeLessThan(MAX_ENTITY_BYTES);
+    expect(objectsTooLargeToStore(objects, measure)[0].limit).toBe(MAX_ENTITY_BYTES - STATUS_RESERVE_BYTES);
   });
 });
