@@ -109,7 +109,7 @@ const RULES: Array<[string, (f: string) => boolean, (f: string) => boolean, stri
     'use-cases',
     (f) => useCase(f) && f !== `${C}karmadaSync.ts`,
     (t) => under('shared/store/')(t) && !['shared/store/ports.ts', RECORDS, 'shared/store/optimistic.ts'].includes(t),
-    'use-cases reach storage through its ports (the Karmada change feed alone maps watched objects with the Karmada adapters' own mapping)',
+    'use-cases reach storage through its ports (the Karmada change feed alone maps watched objects with the mapping of the Karmada adapters)',
   ],
   ['shared/', under('shared/'), under('functions/'), 'functions/ sits on top'],
   ['functions/', under('functions/'), under(`${C}state/`), 'triggers call use-cases, not the state layer'],
