@@ -11,7 +11,7 @@ import { toRecord } from '../store/karmada/clusterStore';
 import { listAll, userAnnotations } from '../store/karmada/kubeObjects';
 import { ownPolicyId } from '../store/karmada/policyStores';
 import { ConcurrencyError, Versioned } from '../store/ports';
-import type { BindingRecord } from '../store/records';
+import type { BindingRecord, PolicyRecord } from '../store/records';
 import { errorFields, StateChanges } from '../telemetry/log';
 import { reportWorkloadStatus } from './applicationFailover';
 import { sweepBinding } from './gracefulEviction';
@@ -154,26 +154,26 @@ const evaluatedPart = (object: KubeObject) =>
  * taint evaluation reads re-evaluates every cluster; a status write (our policy status) changes nothing it reads.
  */
 const taintPolicyKind = (key: string, resource: KubeResource, idOf: (name: string) => string, optional: boolean): SyncedKind => {
-  /** Per process: what the taint evaluation reads of each policy (its spec's generation, labels, annotations). */
-  const seenPolicies = new WeakMap<object, Map<string, string>>();
+  /** Per process: what the taint evaluation reads of each policy (its spec's generation, labels, annotations), and the policy as read then. */
+  const seenPolicies = new PlaneState<Map<string, { part: string; record?: PolicyRecord }>>(`karmadaSeenPolicies.${key}`);
   return {
     key,
     resource,
     optional,
     async handle(plane, object, deleted) {
-      const seen = seenPolicies.get(plane) ?? new Map<string, string>();
-      seenPolicies.set(plane, seen);
+      const seen = seenPolicies.of(plane, () => new Map());
       const id = idOf(object.metadata.name);
-      if (deleted) seen.delete(id);
-      else {
-        if (seen.get(id) === evaluatedPart(object)) return;
-        seen.set(id, evaluatedPart(object));
-      }
+      const before = seen.get(id);
+      if (!deleted && before?.part === evaluatedPart(object)) return;
       forgetTaintPolicies(plane);
-      await fanOutEvaluations(plane);
+      // The clusters the policy targeted (as last read here) or targets now, or that hold a taint it adds.
+      const after = deleted ? undefined : (await plane.policies.get(id))?.value;
+      if (deleted) seen.delete(id);
+      else seen.set(id, { part: evaluatedPart(object), ...(after ? { record: after } : {}) });
+      await fanOutEvaluations(plane, { versions: [before?.record, after] });
     },
     async relisted(plane, objects) {
-      seenPolicies.set(plane, new Map(objects.map((object) => [idOf(object.metadata.name), evaluatedPart(object)])));
+      seenPolicies.set(plane, new Map(objects.map((object) => [idOf(object.metadata.name), { part: evaluatedPart(object) }])));
       forgetTaintPolicies(plane);
       await fanOutEvaluations(plane);
     },
@@ -270,7 +270,7 @@ const settingsPart = (object: KubeObject) => JSON.stringify([object.metadata.gen
  */
 const propagationPolicyKind = (kind: 'PropagationPolicy' | 'ClusterPropagationPolicy', resource: KubeResource, key: string): SyncedKind => {
   /** Per process: settingsPart of each policy last seen (absent: not seen by this process, so it may have changed). */
-  const seenSettings = new WeakMap<object, Map<string, string>>();
+  const seenSettings = new PlaneState<Map<string, string>>(`karmadaSeenSettings.${key}`);
   const keyOf = (object: KubeObject) =>
     policyKey({ kind, ...(object.metadata.namespace ? { namespace: object.metadata.namespace } : {}), name: object.metadata.name });
   return {
@@ -279,8 +279,7 @@ const propagationPolicyKind = (kind: 'PropagationPolicy' | 'ClusterPropagationPo
     async handle(plane, object, deleted) {
       policySettingsCache.forget(plane);
       forgetPropagationPolicies(plane);
-      const seen = seenSettings.get(plane) ?? new Map<string, string>();
-      seenSettings.set(plane, seen);
+      const seen = seenSettings.of(plane, () => new Map<string, string>());
       const id = keyOf(object);
       const now = deleted ? '' : settingsPart(object);
       if (seen.get(id) === now) return;

@@ -1,6 +1,6 @@
-import type { TaintChange } from '../failover/taintPolicy';
+import { affectedByPolicyChange, type TaintChange } from '../failover/taintPolicy';
 import type { Versioned } from '../store/ports';
-import type { ClusterRecord, PolicyRecord } from '../store/records';
+import { clusterFacts, type ClusterRecord, type PolicyRecord, taintPolicy } from '../store/records';
 import { ATTR, inSpan } from '../telemetry/tracing';
 import type { ControlPlane } from './ports';
 import { updateCluster } from './state/clusterWrites';
@@ -51,9 +51,15 @@ export async function resyncAllClusters(plane: ControlPlane): Promise<{ clusters
   return { clusters: clusters.length, changes };
 }
 
-/** Queues an immediate re-evaluation of every cluster (after a policy is applied or deleted). */
-export async function fanOutEvaluations(plane: ControlPlane): Promise<number> {
+/**
+ * Queues an immediate re-evaluation of the clusters a policy change may affect: with `change`, those a
+ * version of the policy targets or that hold a taint it adds (affectedByPolicyChange), so the cost follows what
+ * the policy selects, not the fleet; without it (a relist of every policy) every cluster. Returns how many.
+ */
+export async function fanOutEvaluations(plane: ControlPlane, change?: { versions: ReadonlyArray<PolicyRecord | undefined> }): Promise<number> {
   const clusters = await plane.clusters.list();
-  await Promise.all(clusters.map((entry) => plane.evaluations.send({ cluster: entry.id, reason: 'policy-changed' })));
-  return clusters.length;
+  const versions = change?.versions.map((version) => (version ? taintPolicy(version) : undefined)) ?? [];
+  const affected = change ? clusters.filter(({ value }) => affectedByPolicyChange(clusterFacts(value), versions)) : clusters;
+  await Promise.all(affected.map((entry) => plane.evaluations.send({ cluster: entry.id, reason: 'policy-changed' })));
+  return affected.length;
 }

@@ -35,16 +35,18 @@ const shapeText = (shape: TaintPolicyShape) =>
     ? 'Karmada shape: adds at once when all addOnConditions match, removes when all removeOnConditions match; its taints stay when it is deleted'
     : 'windowed shape: adds after addOnMatchSeconds of match, removes after removeOnMismatchSeconds of mismatch; its taints are released when it is deleted';
 
-/** Apply a ClusterTaintPolicy (either shape), then queue a re-evaluation of every cluster when it changed. */
+/** Apply a ClusterTaintPolicy (either shape), then queue a re-evaluation of the clusters it affects when it changed. */
 export async function applyTaintPolicy(plane: ControlPlane, input: ClusterTaintPolicyInput): Promise<ApplyAction> {
   const name = input.metadata.name;
-  const { result } = await mutate<PolicyRecord, ApplyAction>(plane.policies, name, (current) =>
-    appliedPolicy(
+  let before: PolicyRecord | undefined;
+  const { result } = await mutate<PolicyRecord, ApplyAction>(plane.policies, name, (current) => {
+    before = current?.value;
+    return appliedPolicy(
       current?.value,
       () => ({ name, uid: randomUUID(), createdAt: plane.clock.now().toISOString(), generation: 1, labels: {}, annotations: {}, spec: input.spec }),
       input,
-    ),
-  );
+    );
+  });
   if (result !== 'unchanged') {
     await plane.events.append([
       policyEvent(
@@ -56,7 +58,9 @@ export async function applyTaintPolicy(plane: ControlPlane, input: ClusterTaintP
       ),
     ]);
     forgetTaintPolicies(plane);
-    await fanOutEvaluations(plane);
+    // The clusters it targeted before or targets now (or that hold a taint it adds) are evaluated again.
+    const after = await plane.policies.get(name);
+    await fanOutEvaluations(plane, { versions: [before, after?.value] });
   }
   return result;
 }
@@ -77,7 +81,7 @@ export async function deleteTaintPolicy(plane: ControlPlane, name: string): Prom
     // Its guard and conditions go with it (the status round would drop them within seconds anyway).
     await plane.policyStates.delete(name);
     forgetTaintPolicies(plane);
-    await fanOutEvaluations(plane);
+    await fanOutEvaluations(plane, { versions: [existing?.value] });
   }
   return deleted;
 }

@@ -3,6 +3,7 @@ import { matchesCondition, matchesConditions } from './conditions';
 import { isFaultyTaint } from './evictionDecision';
 import {
   AnyTaintPolicy,
+  ClusterAffinity,
   ClusterFacts,
   ClusterTaint,
   Condition,
@@ -448,6 +449,21 @@ export function evaluateTaintPolicies(cluster: ClusterFacts, policies: readonly 
     wouldTaint,
     ...(future.length > 0 ? { nextDeadline: new Date(Math.min(...future)) } : {}),
   };
+}
+
+/** The clusters a policy targets (undefined: every cluster). */
+export const policyTarget = (policy: AnyTaintPolicy): ClusterAffinity | undefined => (isKarmadaPolicy(policy) ? policy.targetClusters : policy.targetCluster);
+
+/**
+ * Whether a change of a policy (its versions before and after; undefined where it did not exist) may change
+ * what `cluster` holds: a version targets it, or it holds a taint a version adds (one left from a target it
+ * no longer has). A policy contributes nothing to any other cluster, so nothing there changes.
+ */
+export function affectedByPolicyChange(cluster: ClusterFacts, versions: ReadonlyArray<AnyTaintPolicy | undefined>): boolean {
+  const policies = versions.filter((policy): policy is AnyTaintPolicy => policy !== undefined);
+  if (policies.some((policy) => matchesClusterAffinity(policyTarget(policy), cluster))) return true;
+  const adds = policies.flatMap((policy) => (isKarmadaPolicy(policy) ? policy.taints : policy.taintsToAdd));
+  return cluster.taints.some((taint) => adds.some((add) => add.key === taint.key && add.effect === taint.effect));
 }
 
 export function publicTaint(taint: Pick<ClusterTaint, 'key' | 'value' | 'effect'>): TaintChange['taint'] {
