@@ -24,6 +24,7 @@ import { idleBench } from './benchIdle';
 import { karmadaRun } from './benchKarmada';
 import { karmadaVsOursBench } from './benchKarmadaVsOurs';
 import { scaleRun } from './benchScale';
+import { taintPolicyBench } from './benchTaintPolicies';
 import { consoleBundleSize, whatIfMemoryRun, whatIfRun } from './benchWhatIf';
 import { countedStorage } from './countingProxy';
 import { keepAlivePost } from './loadClient';
@@ -410,6 +411,14 @@ async function main() {
     return;
   }
   if (process.argv[2] === 'idle') return void (await idleBench(process.argv.slice(3)));
+  if (process.argv[2] === 'taintpolicies') {
+    const run = await taintPolicyBench(Number(process.argv[3] ?? 2000));
+    console.log(`ClusterTaintPolicy apply and delete on ${run.clusters} clusters`);
+    console.log('policy | clusters targeted | apply ms | delete ms');
+    for (const r of run.runs) console.log(`${r.policy} | ${r.targeted} | ${r.applyMs} | ${r.deleteMs}`);
+    console.log(JSON.stringify(run));
+    return;
+  }
   if (process.argv[2] === 'scale') {
     // 100 and 1,000 clusters at 10,000 bindings, then the target size (or the sizes given).
     const sizes: Array<[number, number]> = process.argv[3]
