@@ -307,6 +307,55 @@ async function webhookLoad(clusters: number, requests: number, concurrency: numb
 }
 
 /**
+ * New clusters registering by their first signed health report (AUTO_REGISTER_CLUSTERS, the default): each
+ * of `clusters` reports once, `concurrency` in flight, on one host.
+ */
+async function registrationLoad(clusters: number, concurrency: number) {
+  const root = 'bench-signing-key-0123456789';
+  const host = await startHostProcess({ AUTH_MODE: 'required', REPORTER_SIGNING_KEY: root, ADMIN_TOKEN: 'bench-admin-token-0123456789' });
+  try {
+    const names = Array.from({ length: clusters }, (_, i) => `new-${i}`);
+    const { post, close: closeClient } = keepAlivePost(host.url, concurrency);
+    const latencies: number[] = [];
+    const statuses: Record<string, number> = {};
+    let next = 0;
+    const started = performance.now();
+    const worker = async () => {
+      while (next < clusters) {
+        const name = names[next++];
+        const body = JSON.stringify({ conditions: [{ type: 'Ready', status: 'True', reason: 'ClusterReady' }], observedAt: new Date().toISOString() });
+        const ts = String(Math.floor(Date.now() / 1000));
+        const headers = {
+          'content-type': 'application/json',
+          'x-failover-timestamp': ts,
+          'x-failover-signature': signReport(clusterKey(root, name), ts, body),
+        };
+        const t0 = performance.now();
+        const status = await post(`/api/clusters/${name}/status`, headers, body);
+        latencies.push(performance.now() - t0);
+        statuses[status] = (statuses[status] ?? 0) + 1;
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    const seconds = (performance.now() - started) / 1000;
+    closeClient();
+    const ok = statuses['200'] ?? 0;
+    return {
+      clusters,
+      concurrency,
+      ok,
+      statuses,
+      seconds: Math.round(seconds * 100) / 100,
+      reportsPerSecond: Math.round(ok / seconds),
+      p50Ms: round(quantile(latencies, 0.5)),
+      p99Ms: round(quantile(latencies, 0.99)),
+    };
+  } finally {
+    await host.stop();
+  }
+}
+
+/**
  * Application failover delay: for each run a workload reports Unhealthy on its cluster; the delay is the
  * eviction (its activeEvictionHistory time) minus the stored start of the Unhealthy stretch, against
  * tolerationSeconds. Runs start 300 ms apart so their deadlines do not coincide.
@@ -400,6 +449,10 @@ async function main() {
   }
   if (process.argv[2] === 'webhook') {
     console.log(JSON.stringify(await webhookLoad(100, 20_000, Number(process.argv[3] ?? 8), 20)));
+    return;
+  }
+  if (process.argv[2] === 'register') {
+    console.log(JSON.stringify(await registrationLoad(Number(process.argv[3] ?? 1000), Number(process.argv[4] ?? 32))));
     return;
   }
   if (process.argv[2] === 'appfailover') {

@@ -488,6 +488,22 @@ describe('KarmadaClusterStore.replace', () => {
     expect(reread).toEqual(expected);
   });
 
+  it('a PreferNoExecute (or PreferNoSchedule) taint, which Karmada refuses in spec.taints, is held in an annotation and reads back', async () => {
+    const { api, store, value, etag } = await clusterFixture();
+    const prefer = taint(UNREACHABLE, 'PreferNoExecute', ['unreachable']);
+    const etag2 = await store.replace('member1', { ...value, taints: [...value.taints, prefer] }, etag);
+    const stored = api.stored(KARMADA.clusters, 'member1')!;
+    // spec.taints as it was: only the effects Karmada's Cluster validation takes.
+    expect((stored.spec as { taints: Array<{ effect: string }> }).taints.map((t) => t.effect)).toEqual(['NoSchedule', 'NoExecute', 'FutureEffect']);
+    expect(JSON.parse(stored.metadata.annotations!['failover.io/taints'])).toEqual([{ key: UNREACHABLE, effect: 'PreferNoExecute', timeAdded: T2 }]);
+    const fresh = new KarmadaClusterStore(store['api'], store['overlays']);
+    const reread = (await fresh.get('member1'))!;
+    expect(reread.value.taints).toContainEqual(prefer);
+    // Removed: the annotation goes (null in the merge patch).
+    await store.replace('member1', { ...reread.value, taints: reread.value.taints.filter((t) => t.effect !== 'PreferNoExecute') }, etag2);
+    expect(api.stored(KARMADA.clusters, 'member1')!.metadata.annotations?.['failover.io/taints']).toBeUndefined();
+  });
+
   it('the overlay is written to the overlay store, not to Karmada', async () => {
     const { api, overlays, store, value, etag } = await clusterFixture();
     const window = { matched: false, since: T2, fingerprint: 'f3' };

@@ -45,6 +45,9 @@ interface KarmadaTaint {
 
 const taintId = (t: { key: string; effect: string }) => `${t.key}:${t.effect}`;
 const isKnownEffect = (effect: string): effect is TaintEffect => (TAINT_EFFECTS as readonly string[]).includes(effect);
+/** What Karmada's Cluster validation takes in spec.taints; the app's other effects live in an annotation. */
+const KARMADA_EFFECTS: readonly string[] = ['NoSchedule', 'NoExecute'];
+const inSpec = (t: { effect: string }) => KARMADA_EFFECTS.includes(t.effect);
 const wire = (t: { key: string; value?: string; effect: string; timeAdded?: string }): KarmadaTaint => ({
   key: t.key,
   ...(t.value ? { value: t.value } : {}),
@@ -138,20 +141,26 @@ export class KarmadaClusterStore implements DocumentStore<ClusterRecord> {
       );
     }
 
-    // 3. Taints and who holds them, in one patch.
-    const taints = nextTaints(object, value.taints, before.taints);
+    // 3. Taints and who holds them, in one patch: the effects Karmada takes in spec.taints, the others
+    // (PreferNoExecute, PreferNoSchedule) in an annotation.
+    const taints = nextTaints(object, value.taints.filter(inSpec), before.taints.filter(inSpec));
+    const heldText = annotationValue(value.taints.filter((t) => !inSpec(t)).map(wire));
     const owners = ownersOf(value.taints);
     const ownersText = annotationValue(owners);
-    const taintsChanged = taints !== undefined;
-    const ownersChanged = (object.metadata.annotations?.[ANNOTATIONS.taintOwners] ?? null) !== ownersText;
-    if (taintsChanged || ownersChanged) {
+    const annotations = object.metadata.annotations ?? {};
+    const heldChanged = (annotations[ANNOTATIONS.heldTaints] ?? null) !== heldText;
+    const annotationsChanged = (annotations[ANNOTATIONS.taintOwners] ?? null) !== ownersText || heldChanged;
+    if (taints !== undefined || annotationsChanged) {
       current = await conditional(() =>
         this.api.patch(
           KARMADA.clusters,
           id,
           undefined,
           {
-            metadata: { resourceVersion: current.metadata.resourceVersion, annotations: { [ANNOTATIONS.taintOwners]: ownersText } },
+            metadata: {
+              resourceVersion: current.metadata.resourceVersion,
+              annotations: { [ANNOTATIONS.taintOwners]: ownersText, ...(heldChanged ? { [ANNOTATIONS.heldTaints]: heldText } : {}) },
+            },
             ...(taints ? { spec: { taints } } : {}),
           },
           'merge',
@@ -232,7 +241,8 @@ export function toRecord(object: KubeObject, overlay: ClusterOverlay | undefined
   const { taints: _taints, ...spec } = (object.spec ?? {}) as Record<string, unknown>;
   const owners = parseAnnotation<Record<string, Ownership>>(object, ANNOTATIONS.taintOwners, {});
   const created = meta.creationTimestamp ?? new Date(0).toISOString();
-  const taints: ClusterTaint[] = rawTaints(object).flatMap((t) => {
+  const held = parseAnnotation<KarmadaTaint[]>(object, ANNOTATIONS.heldTaints, []);
+  const taints: ClusterTaint[] = [...rawTaints(object), ...(Array.isArray(held) ? held.filter((t) => !inSpec(t)) : [])].flatMap((t) => {
     if (!isKnownEffect(t.effect)) return [];
     // A taint no policy of ours holds was put there by someone else (a person, Karmada's cluster
     // controller): policies never remove it. Karmada leaves timeAdded unset on some; creation time stands in.

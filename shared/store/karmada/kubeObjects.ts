@@ -12,6 +12,11 @@ import { ConcurrencyError } from '../ports';
 export const ANNOTATIONS = {
   /** Cluster: which policy holds which taint (key:effect → owners), written with spec.taints in one patch. */
   taintOwners: 'failover.io/taint-owners',
+  /**
+   * Cluster: the taints Karmada's Cluster validation refuses (effects PreferNoExecute and PreferNoSchedule:
+   * it takes NoSchedule and NoExecute only), as the app holds them; written with spec.taints in one patch.
+   */
+  heldTaints: 'failover.io/taints',
   /** Binding: the eviction marks (cluster → ledger decision), written with spec.clusters in one patch. */
   evictionMarks: 'failover.io/eviction-marks',
   /** Binding: what application failover keeps per cluster (first unhealthy, settled) and the queued check. */
