@@ -118,9 +118,13 @@ async function clusterChanged(plane: ControlPlane, object: KubeObject, deleted: 
         .map((t) => `${t.key}:${t.effect}@${t.timeAdded}`)
         .sort()
         .join(',');
+  const firstSight = !seen.has(name);
   if (seen.get(name) !== faulty) {
     seen.set(name, faulty);
-    await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
+    // A cluster first seen without a faulty taint has nothing to plan: rows left from before (it recovered
+    // while no process watched) are abandoned by the taint manager's resync, as after any restart. A first
+    // sync of a large fleet so sends no message per healthy cluster.
+    if (!(firstSight && faulty === '')) await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
   }
   const conditions = seenConditions.get(plane) ?? new Map<string, string>();
   seenConditions.set(plane, conditions);

@@ -56,10 +56,16 @@ const ready = (name: string) =>
   (server.get('clusters', name)?.status as { conditions?: Array<{ type: string; status: string; reason?: string }> } | undefined)?.conditions?.find(
     (c) => c.type === 'Ready',
   );
-const taints = (name: string) =>
-  ((server.get('clusters', name)?.spec as { taints?: Array<{ key: string; effect: string; timeAdded?: string }> }).taints ?? []).filter(
+type WireTaint = { key: string; effect: string; timeAdded?: string };
+/** The taints of `name` the app acts on (NoSchedule aside): spec.taints, and the PreferNoExecute ones Karmada's validation refuses there, held in an annotation. */
+const taints = (name: string) => {
+  const cluster = server.get('clusters', name);
+  const held = (cluster?.metadata as { annotations?: Record<string, string> } | undefined)?.annotations?.['failover.io/taints'];
+  return [...((cluster?.spec as { taints?: WireTaint[] }).taints ?? []), ...(held ? (JSON.parse(held) as WireTaint[]) : [])].filter(
     (t) => t.effect !== 'NoSchedule',
   );
+};
+const specTaints = (name: string) => (server.get('clusters', name)?.spec as { taints?: WireTaint[] }).taints ?? [];
 const bindingSpec = (i: number) =>
   server.get('resourcebindings', `nginx-${i}-deployment`, 'default')?.spec as {
     clusters: Array<{ name: string }>;
@@ -117,6 +123,8 @@ describe('Karmada mode', () => {
     const taint = taints('member1').find((t) => t.key === 'cluster.karmada.io/not-ready')!;
     expect(taint).toMatchObject({ effect: 'PreferNoExecute' });
     expect(taint.timeAdded).toBeDefined();
+    // Not in spec.taints, which Karmada's Cluster validation keeps to NoSchedule and NoExecute.
+    expect(specTaints('member1').some((t) => t.effect === 'PreferNoExecute')).toBe(false);
     const annotations = server.get('clusters', 'member1')?.metadata as { annotations?: Record<string, string> };
     expect(JSON.parse(annotations.annotations?.['failover.io/taint-owners'] ?? '{}')).toMatchObject({
       'cluster.karmada.io/not-ready:PreferNoExecute': { owners: ['detect-cluster-not-ready'] },

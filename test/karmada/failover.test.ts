@@ -25,6 +25,8 @@ import {
   renderLog,
   seconds,
   setupCordon,
+  type Taint,
+  taintsOf,
   taskFrom,
   tasksOf,
   writersOf,
@@ -722,3 +724,57 @@ function appPath(tReady: number, tTaint: number, tFirst: number): Record<string,
     firstEvictionSeenByWatch: rel(tFirst),
   };
 }
+
+describe('a windowed PreferNoExecute policy on a real Karmada', () => {
+  const KEY = 'failover.io/disk-pressure';
+  const heldTaints = (name: string) => {
+    const text = (clusters.objects.get(name)?.metadata as { annotations?: Record<string, string> } | undefined)?.annotations?.['failover.io/taints'];
+    return text ? (JSON.parse(text) as Taint[]) : [];
+  };
+
+  it("holds its taint in the Cluster's failover.io/taints annotation (Karmada's validation takes NoSchedule and NoExecute only), and removes it", async () => {
+    if (host!.child.exitCode !== null || host!.child.signalCode !== null) {
+      host = await startHostProcess(karmadaHostEnv(karmada!, RATE));
+      await waitHealthy(host);
+    }
+    await karmada!.kubectl(['apply', '--server-side', '-f', join(ROOT, 'infra', 'clustertaintpolicy-crd.yaml')]);
+    await karmada!.kubectl(['wait', '--for=condition=Established', 'crd/clustertaintpolicies.failover.io', '--timeout=30s']);
+    // Our kind, windowed: a DiskPressure condition (pushed by a reporter) adds a PreferNoExecute taint after 1 s.
+    await apply(
+      JSON.stringify({
+        apiVersion: 'failover.io/v1alpha1',
+        kind: 'ClusterTaintPolicy',
+        metadata: { name: 'disk-pressure' },
+        spec: {
+          targetCluster: { clusterNames: ['member3'] },
+          matchConditions: [{ conditionType: 'DiskPressure', operator: 'In', statusValues: ['True'] }],
+          taintsToAdd: [{ key: KEY, effect: 'PreferNoExecute', addOnMatchSeconds: 1, removeOnMismatchSeconds: 1 }],
+        },
+      }),
+    );
+    const report = (status: 'True' | 'False') =>
+      fetch(`${host!.url}/api/clusters/member3/status`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ conditions: [{ type: 'DiskPressure', status, reason: `Disk${status}` }] }),
+      });
+    // The policy reaches the app through its watch; the report is sent again until the taint is there.
+    await clusters.until(
+      'the PreferNoExecute taint in the annotation',
+      () => {
+        void report('True');
+        return heldTaints('member3').some((t) => t.key === KEY && t.effect === 'PreferNoExecute');
+      },
+      60_000,
+    );
+    expect(taintsOf(clusters.objects.get('member3')).some((t) => t.effect === 'PreferNoExecute')).toBe(false);
+    const viaApi = (await appGet(host!, 'clusters/member3')).body as { spec: { taints?: Taint[] } };
+    expect(viaApi.spec.taints?.some((t) => t.key === KEY && t.effect === 'PreferNoExecute')).toBe(true);
+    // Karmada's describe shows it with the Cluster.
+    const described = await karmada!.kubectl(['get', 'cluster', 'member3', '-o', 'jsonpath={.metadata.annotations.failover\\.io/taints}']);
+    expect(described.stdout).toContain('PreferNoExecute');
+
+    expect((await report('False')).status).toBe(200);
+    await clusters.until('the annotation gone', () => heldTaints('member3').length === 0, 60_000);
+  }, 150_000);
+});
