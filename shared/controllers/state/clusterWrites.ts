@@ -142,8 +142,10 @@ export async function updateCluster<R>(
   // The taint manager plans (or abandons) this cluster's evictions when its faulty taints change.
   if (faultyChanged && outcome.etag !== undefined) await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
   // A healthy run that began or ended (Ready alone changed), or a healthy cluster's labels or taints changed (a
-  // cordon lifted): the taint manager plans or cancels the failbacks home to it.
-  else if ((healthChanged || (fleetChanged && record?.healthySince)) && outcome.etag !== undefined)
+  // cordon lifted): the taint manager plans or cancels the failbacks home to it. Not for a cluster that has
+  // just registered: no failback can be home to it yet (one left by a deleted namesake is the failback
+  // resync's), and a fleet registering at once would cost a taint-manager pass per cluster.
+  else if (!created && (healthChanged || (fleetChanged && record?.healthySince)) && outcome.etag !== undefined)
     await plane.taintManager.send({ cluster: name, reason: 'resync' });
   return { result: value, record, etag: outcome.etag, changes };
 }
