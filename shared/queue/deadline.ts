@@ -13,6 +13,18 @@ export async function awaitDeadline(clock: Clock, dueAt: string | undefined, lea
     await requeue(due);
     return false;
   }
-  if (wait > 0) await sleep(wait);
+  if (wait > 0) {
+    await sleep(wait);
+    // A timer may fire a millisecond or two before the clock reads its deadline. Acting then would find the
+    // window not yet elapsed, and this message (the deadline's own) would be gone: the change would wait
+    // for the next resync. So the last milliseconds are waited out too.
+    for (let tries = 0, left = due.getTime() - clock.now().getTime(); left > 0 && left <= EARLY_WAKE_MS && tries < 5; tries++) {
+      await sleep(left + 1);
+      left = due.getTime() - clock.now().getTime();
+    }
+  }
   return true;
 }
+
+/** How early a timer may fire, as measured by the clock, at most (Node rounds timer deadlines to the millisecond). */
+const EARLY_WAKE_MS = 20;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../shared/clock';
+import { type Clock, ManualClock } from '../../shared/clock';
 import { awaitDeadline } from '../../shared/queue/deadline';
 
 describe('deadline messages', () => {
@@ -15,5 +15,15 @@ describe('deadline messages', () => {
     expect(await awaitDeadline(clock, dueAt, 2, async (due) => void (again = due.toISOString()))).toBe(acts);
     expect(again).toBe(requeued);
     if (dueAt === '2026-01-01T00:00:10.050Z') expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+  });
+
+  it('acts only once the clock reads the deadline, even when the timer fires a little early', async () => {
+    // A clock slower than the timers (as a timer rounded to the millisecond can fire before the clock reads
+    // its deadline): after sleeping the whole wait it still reads a few milliseconds before the deadline.
+    const start = Date.now();
+    const behind: Clock = { now: () => new Date(start + Math.floor((Date.now() - start) * 0.8)) };
+    const due = new Date(behind.now().getTime() + 30);
+    expect(await awaitDeadline(behind, due.toISOString(), 2, async () => undefined)).toBe(true);
+    expect(behind.now().getTime()).toBeGreaterThanOrEqual(due.getTime());
   });
 });
