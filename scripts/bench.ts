@@ -259,57 +259,64 @@ async function planningRun(count: number) {
   }
 }
 
+const SIGNING_ROOT = 'bench-signing-key-0123456789';
+const BENCH_ADMIN = 'bench-admin-token-0123456789';
+
 /**
- * Signed native reports from `clusters` clusters against one local host with every check on: `requests`
- * reports (at most `maxSeconds`), `concurrency` in flight, keep-alive connections on loopback. Each report
- * carries a fresh observedAt (so each signature is new) and unchanged conditions, as a steady fleet sends.
+ * Signed Ready=True reports from `names` against a host with every check on, `concurrency` in flight over
+ * kept-alive connections on loopback: request `i` reports for `names[i % names.length]`, until `requests`
+ * were sent or `maxSeconds` passed. Each carries a fresh observedAt (so each signature is new) and unchanged
+ * conditions, as a steady fleet sends.
  */
+async function signedReports(host: HostProcess, names: string[], requests: number, concurrency: number, maxSeconds: number) {
+  const keys = names.map((n) => clusterKey(SIGNING_ROOT, n));
+  const { post, close: closeClient } = keepAlivePost(host.url, concurrency);
+  const latencies: number[] = [];
+  const statuses: Record<string, number> = {};
+  let next = 0;
+  const started = performance.now();
+  const worker = async () => {
+    while (next < requests && performance.now() - started < maxSeconds * 1000) {
+      const c = next++ % names.length;
+      const body = JSON.stringify({ conditions: [{ type: 'Ready', status: 'True', reason: 'ClusterReady' }], observedAt: new Date().toISOString() });
+      const ts = String(Math.floor(Date.now() / 1000));
+      const headers = { 'content-type': 'application/json', 'x-failover-timestamp': ts, 'x-failover-signature': signReport(keys[c], ts, body) };
+      const t0 = performance.now();
+      const status = await post(`/api/clusters/${names[c]}/status`, headers, body);
+      latencies.push(performance.now() - t0);
+      statuses[status] = (statuses[status] ?? 0) + 1;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  closeClient();
+  const ok = statuses['200'] ?? 0;
+  return {
+    sent: latencies.length,
+    ok,
+    statuses,
+    seconds: Math.round(seconds * 100) / 100,
+    perSecond: Math.round(ok / seconds),
+    p50Ms: round(quantile(latencies, 0.5)),
+    p99Ms: round(quantile(latencies, 0.99)),
+  };
+}
+
+const signingHost = () => startHostProcess({ AUTH_MODE: 'required', REPORTER_SIGNING_KEY: SIGNING_ROOT, ADMIN_TOKEN: BENCH_ADMIN });
+
+/** Signed health reports of `clusters` registered clusters, `concurrency` in flight, on one host. */
 async function webhookLoad(clusters: number, requests: number, concurrency: number, maxSeconds: number) {
-  const root = 'bench-signing-key-0123456789';
-  const admin = 'bench-admin-token-0123456789';
-  const host = await startHostProcess({ AUTH_MODE: 'required', REPORTER_SIGNING_KEY: root, ADMIN_TOKEN: admin });
+  const host = await signingHost();
   try {
     const names = Array.from({ length: clusters }, (_, i) => `load-${i}`);
     const res = await fetch(`${host.url}/api/apply`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${admin}` },
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${BENCH_ADMIN}` },
       body: JSON.stringify(names.map((n) => cluster(n))),
     });
     if (res.status !== 200) throw new Error(`apply failed: ${res.status}`);
-    const keys = names.map((n) => clusterKey(root, n));
-    const { post, close: closeClient } = keepAlivePost(host.url, concurrency);
-    const latencies: number[] = [];
-    const statuses: Record<string, number> = {};
-    let next = 0;
-    const started = performance.now();
-    const worker = async () => {
-      while (next < requests && performance.now() - started < maxSeconds * 1000) {
-        const i = next++;
-        const c = i % clusters;
-        const body = JSON.stringify({ conditions: [{ type: 'Ready', status: 'True', reason: 'ClusterReady' }], observedAt: new Date().toISOString() });
-        const ts = String(Math.floor(Date.now() / 1000));
-        const headers = { 'content-type': 'application/json', 'x-failover-timestamp': ts, 'x-failover-signature': signReport(keys[c], ts, body) };
-        const t0 = performance.now();
-        const status = await post(`/api/clusters/${names[c]}/status`, headers, body);
-        latencies.push(performance.now() - t0);
-        statuses[status] = (statuses[status] ?? 0) + 1;
-      }
-    };
-    await Promise.all(Array.from({ length: concurrency }, worker));
-    const seconds = (performance.now() - started) / 1000;
-    closeClient();
-    const ok = statuses['200'] ?? 0;
-    return {
-      clusters,
-      concurrency,
-      sent: latencies.length,
-      ok,
-      statuses,
-      seconds: Math.round(seconds * 100) / 100,
-      requestsPerSecond: Math.round(ok / seconds),
-      p50Ms: round(quantile(latencies, 0.5)),
-      p99Ms: round(quantile(latencies, 0.99)),
-    };
+    const { perSecond, ...run } = await signedReports(host, names, requests, concurrency, maxSeconds);
+    return { clusters, concurrency, ...run, requestsPerSecond: perSecond };
   } finally {
     await host.stop();
   }
@@ -320,45 +327,11 @@ async function webhookLoad(clusters: number, requests: number, concurrency: numb
  * of `clusters` reports once, `concurrency` in flight, on one host.
  */
 async function registrationLoad(clusters: number, concurrency: number) {
-  const root = 'bench-signing-key-0123456789';
-  const host = await startHostProcess({ AUTH_MODE: 'required', REPORTER_SIGNING_KEY: root, ADMIN_TOKEN: 'bench-admin-token-0123456789' });
+  const host = await signingHost();
   try {
     const names = Array.from({ length: clusters }, (_, i) => `new-${i}`);
-    const { post, close: closeClient } = keepAlivePost(host.url, concurrency);
-    const latencies: number[] = [];
-    const statuses: Record<string, number> = {};
-    let next = 0;
-    const started = performance.now();
-    const worker = async () => {
-      while (next < clusters) {
-        const name = names[next++];
-        const body = JSON.stringify({ conditions: [{ type: 'Ready', status: 'True', reason: 'ClusterReady' }], observedAt: new Date().toISOString() });
-        const ts = String(Math.floor(Date.now() / 1000));
-        const headers = {
-          'content-type': 'application/json',
-          'x-failover-timestamp': ts,
-          'x-failover-signature': signReport(clusterKey(root, name), ts, body),
-        };
-        const t0 = performance.now();
-        const status = await post(`/api/clusters/${name}/status`, headers, body);
-        latencies.push(performance.now() - t0);
-        statuses[status] = (statuses[status] ?? 0) + 1;
-      }
-    };
-    await Promise.all(Array.from({ length: concurrency }, worker));
-    const seconds = (performance.now() - started) / 1000;
-    closeClient();
-    const ok = statuses['200'] ?? 0;
-    return {
-      clusters,
-      concurrency,
-      ok,
-      statuses,
-      seconds: Math.round(seconds * 100) / 100,
-      reportsPerSecond: Math.round(ok / seconds),
-      p50Ms: round(quantile(latencies, 0.5)),
-      p99Ms: round(quantile(latencies, 0.99)),
-    };
+    const { perSecond, ...run } = await signedReports(host, names, clusters, concurrency, Number.POSITIVE_INFINITY);
+    return { clusters, concurrency, ...run, reportsPerSecond: perSecond };
   } finally {
     await host.stop();
   }
