@@ -34,6 +34,24 @@ export type WorkerOutcome =
 export const decisionOf = (record: EvictionRecord) => record.decidedAt;
 
 /**
+ * When this row's decision took its cluster out of the binding (the mark the effect wrote, the cluster no
+ * longer placed), or undefined: an attempt that died before its commit, or a write whose answer was lost,
+ * is finished from it, never done again.
+ */
+export function landedAt(binding: BindingRecord, record: EvictionRecord): string | undefined {
+  const mark = binding.evictionMarks?.[record.cluster];
+  const placed = (binding.spec.clusters ?? []).some((c) => c.name === record.cluster);
+  return mark?.decision === decisionOf(record) && !placed ? mark.at : undefined;
+}
+
+/** Marks the binding (its working copy) with this row's decision at `at`; marks of clusters it is placed on again go. */
+export function markEviction(binding: BindingRecord, record: EvictionRecord, at: string): void {
+  const placed = new Set((binding.spec.clusters ?? []).map((c) => c.name));
+  const marks = Object.fromEntries(Object.entries(binding.evictionMarks ?? {}).filter(([cluster]) => !placed.has(cluster)));
+  binding.evictionMarks = { ...marks, [record.cluster]: { decision: decisionOf(record), at } };
+}
+
+/**
  * Completes an eviction whose effect is in the binding: the `Evicted` event (idempotent), the ledger
  * commit (row `done`, its placement row removed), then the rescheduling. Whoever's commit lands does the
  * metrics; the event and the rescheduling are safe to repeat.

@@ -11,7 +11,7 @@ import type { BindingRecord } from '../store/records';
 import { errorFields } from '../telemetry/log';
 import { ATTR, currentTraceCarrier, recordSpan } from '../telemetry/tracing';
 import { promptRead, SLOW_READ_MS, type SwitchCheck } from './evictionChecks';
-import { abandonRow, decisionOf, finishEviction, type WorkerOutcome } from './evictionCommit';
+import { abandonRow, decisionOf, finishEviction, landedAt, markEviction, type WorkerOutcome } from './evictionCommit';
 import { failbackWindowOf, reconcileFailbackBinding } from './failback';
 import { oldCopyRemovedEvents, sweepRecord } from './gracefulEviction';
 import { unschedule } from './pacer';
@@ -103,7 +103,7 @@ export async function settleEviction(
   // (purge mode Directly) is dropped (the sweep's rule): one binding write per eviction, not three.
   const executedAt = confirmedAt.toISOString();
   let missedRules: MissedRule[] = [];
-  let landedAt: string | undefined;
+  let landedWhen: string | undefined;
   let followUps: EventRecord[] = [];
   let placedInWrite: { swept: number } | undefined;
   // Failback: a binding whose policy asks for it remembers the cluster a failure took it off (not a drain).
@@ -156,12 +156,10 @@ export async function settleEviction(
       if (!eviction.evicted) {
         // Our own write landed and only its answer was lost (the retry saw 412 and read it back): the
         // binding is off the cluster with this decision's mark. Finish it, do not abandon it.
-        const mark = current.evictionMarks?.[record.cluster];
-        const ours = mark?.decision === decisionOf(record) && !(current.spec.clusters ?? []).some((c) => c.name === record.cluster);
-        landedAt = ours ? mark.at : undefined;
-        return keep(ours);
+        landedWhen = landedAt(current, record);
+        return keep(landedWhen !== undefined);
       }
-      landedAt = undefined;
+      landedWhen = undefined;
       missedRules = eviction.missedRules;
       const kept = eviction.clusters.map((c) => c.name);
       transferred = Object.values(current.failback ?? {}).some((e) => !e.doneAt && (e.replacedBy ?? []).includes(record.cluster));
@@ -173,9 +171,7 @@ export async function settleEviction(
       };
       current.spec.clusters = eviction.clusters;
       current.spec.gracefulEvictionTasks = eviction.gracefulEvictionTasks;
-      const placed = new Set(eviction.clusters.map((c) => c.name));
-      const marks = Object.fromEntries(Object.entries(current.evictionMarks ?? {}).filter(([cluster]) => !placed.has(cluster)));
-      current.evictionMarks = { ...marks, [record.cluster]: { decision: decisionOf(record), at: executedAt } };
+      markEviction(current, record, executedAt);
       current.generation += 1;
       current.traceparent = currentTraceCarrier().traceparent;
       // Karmada mode: Karmada's scheduler places it. A no-fit on the cached fleet view is left to the
@@ -234,7 +230,7 @@ export async function settleEviction(
         attributes: { ...attributes, [ATTR.count]: placedInWrite.swept, [ATTR.outcome]: 'cleared' },
       });
   }
-  const outcome = await finishEviction(plane, row, landedAt ?? executedAt, written && etag ? { value: written, etag } : undefined, followUps);
+  const outcome = await finishEviction(plane, row, landedWhen ?? executedAt, written && etag ? { value: written, etag } : undefined, followUps);
   if (transferred && written && etag) {
     // The home this cluster stood in for may be healthy already: its failback is planned on the new replacement now.
     try {

@@ -5,7 +5,7 @@ import { FAILBACK_REASON } from '../failover/failback';
 import type { VersionedEviction } from '../store/ports';
 import { annotate, ATTR, inSpan } from '../telemetry/tracing';
 import { SwitchCheck } from './evictionChecks';
-import { decisionOf, finishEviction, type WorkerOutcome } from './evictionCommit';
+import { finishEviction, landedAt, type WorkerOutcome } from './evictionCommit';
 import { settleEviction } from './evictionEffect';
 import { settleFailback } from './failbackEffect';
 import { unschedule } from './pacer';
@@ -98,12 +98,9 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   const { record } = row;
   const switches = await SwitchCheck.read(plane, record);
   const binding = await plane.bindings.get(record.bindingKey);
-  const mark = binding?.value.evictionMarks?.[record.cluster];
-  const placedOn = (binding?.value.spec.clusters ?? []).map((c) => c.name);
-  if (binding && mark?.decision === decisionOf(record) && !placedOn.includes(record.cluster)) {
-    // This decision already took the cluster out (the attempt that did it died before its commit).
-    return finishEviction(plane, row, mark.at);
-  }
+  // This decision already took the cluster out (the attempt that did it died before its commit).
+  const landed = binding && landedAt(binding.value, record);
+  if (landed) return finishEviction(plane, row, landed);
   if (switches.hold) {
     await unschedule(plane, record, row.etag, switches.hold);
     return 'postponed';

@@ -7,7 +7,7 @@ import type { EventRecord, Versioned, VersionedEviction } from '../store/ports';
 import type { BindingRecord } from '../store/records';
 import { currentTraceCarrier } from '../telemetry/tracing';
 import { promptRead, SLOW_READ_MS, type SwitchCheck } from './evictionChecks';
-import { abandonRow, decisionOf, finishEviction, type WorkerOutcome } from './evictionCommit';
+import { abandonRow, finishEviction, landedAt, markEviction, type WorkerOutcome } from './evictionCommit';
 import { failbackWindowOf, homeFacts, reconcileFailbackBinding } from './failback';
 import { oldCopyRemovedEvents, sweepRecord } from './gracefulEviction';
 import { unschedule } from './pacer';
@@ -106,7 +106,7 @@ export async function settleFailback(
   }
 
   const executedAt = confirmedAt.toISOString();
-  let landedAt: string | undefined;
+  let landedWhen: string | undefined;
   let from = verdict.replacement;
   let followUps: EventRecord[] = [];
   const {
@@ -131,12 +131,10 @@ export async function settleFailback(
           : [];
       if (!open || open.doneAt || placed.includes(home) || !replacement.includes(record.cluster)) {
         // Our own write landed and only its answer was lost: finish it. Anything else changed the binding first.
-        const mark = current.evictionMarks?.[record.cluster];
-        const ours = mark?.decision === decisionOf(record) && !placed.includes(record.cluster);
-        landedAt = ours ? mark.at : undefined;
-        return keep(ours);
+        landedWhen = landedAt(current, record);
+        return keep(landedWhen !== undefined);
       }
-      landedAt = undefined;
+      landedWhen = undefined;
       from = replacement;
       let tasks = current.spec.gracefulEvictionTasks ?? [];
       for (const cluster of replacement) {
@@ -163,9 +161,7 @@ export async function settleFailback(
       current.spec.gracefulEvictionTasks = placedAgain.keep;
       // What the home reported before its failure is stale: the sweep waits for a new report of the copy there.
       if (current.status.aggregatedStatus) current.status.aggregatedStatus = current.status.aggregatedStatus.filter((item) => item.clusterName !== home);
-      const placedNow = new Set(current.spec.clusters.map((c) => c.name));
-      const marks = Object.fromEntries(Object.entries(current.evictionMarks ?? {}).filter(([cluster]) => !placedNow.has(cluster)));
-      current.evictionMarks = { ...marks, [record.cluster]: { decision: decisionOf(record), at: executedAt } };
+      markEviction(current, record, executedAt);
       current.failback = {
         ...current.failback,
         [home]: {
@@ -204,6 +200,6 @@ export async function settleFailback(
     ...row,
     record: { ...record, homeHealthySince: verdict.healthySince, ...(windowSeconds !== undefined ? { failbackWindowSeconds: windowSeconds } : {}) },
   };
-  const outcome = await finishEviction(plane, done, landedAt ?? executedAt, written && etag ? { value: written, etag } : undefined, followUps, from);
+  const outcome = await finishEviction(plane, done, landedWhen ?? executedAt, written && etag ? { value: written, etag } : undefined, followUps, from);
   return outcome === 'finished' ? 'failed-back' : outcome;
 }
