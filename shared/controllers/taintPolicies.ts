@@ -38,14 +38,18 @@ const shapeText = (shape: TaintPolicyShape) =>
 /** Apply a ClusterTaintPolicy (either shape), then queue a re-evaluation of the clusters it affects when it changed. */
 export async function applyTaintPolicy(plane: ControlPlane, input: ClusterTaintPolicyInput): Promise<ApplyAction> {
   const name = input.metadata.name;
+  // The versions before and after the write that landed: what the re-evaluation below follows.
   let before: PolicyRecord | undefined;
+  let after: PolicyRecord | undefined;
   const { result } = await mutate<PolicyRecord, ApplyAction>(plane.policies, name, (current) => {
     before = current?.value;
-    return appliedPolicy(
+    const mutation = appliedPolicy(
       current?.value,
       () => ({ name, uid: randomUUID(), createdAt: plane.clock.now().toISOString(), generation: 1, labels: {}, annotations: {}, spec: input.spec }),
       input,
     );
+    after = mutation.kind === 'write' ? mutation.value : current?.value;
+    return mutation;
   });
   if (result !== 'unchanged') {
     await plane.events.append([
@@ -59,8 +63,7 @@ export async function applyTaintPolicy(plane: ControlPlane, input: ClusterTaintP
     ]);
     forgetTaintPolicies(plane);
     // The clusters it targeted before or targets now (or that hold a taint it adds) are evaluated again.
-    const after = await plane.policies.get(name);
-    await fanOutEvaluations(plane, { versions: [before, after?.value] });
+    await fanOutEvaluations(plane, { versions: [before, after] });
   }
   return result;
 }
