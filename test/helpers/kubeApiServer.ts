@@ -213,6 +213,8 @@ export interface KubeApiServer {
   /** Every request so far, in arrival order (status filled in when answered). */
   readonly requests: RecordedRequest[];
   resetRequests(): void;
+  /** TCP connections accepted so far (TLS or plain). */
+  readonly connections: number;
   addResource(spec: ResourceSpec): void;
   /** The stored object as served, or undefined. `plural` may be `plural.group`; `events` reads the events.k8s.io/v1 form. */
   get(plural: string, name: string, namespace?: string): Obj | undefined;
@@ -1322,8 +1324,10 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
   const httpServer = createHttpServer(listener);
   const httpsServer = createHttpsServer({ key: TEST_TLS_KEY, cert: TEST_TLS_CERT }, listener);
   const sockets = new Set<Socket>();
+  let connections = 0;
   // One port for both: a TLS connection starts with a handshake record (0x16), plain HTTP with a method name.
   const server = createNetServer((socket) => {
+    connections++;
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
@@ -1388,6 +1392,9 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
     port,
     get requests() {
       return requests;
+    },
+    get connections() {
+      return connections;
     },
     resetRequests: () => {
       requests = [];

@@ -77,3 +77,17 @@ describe('writes', () => {
     ]);
   });
 });
+
+describe('connections', () => {
+  it('requests share keep-alive connections instead of a TLS handshake each', async () => {
+    const before = server.connections;
+    for (let i = 0; i < 20; i++) await api.list(KARMADA.clusters, { limit: 1 });
+    await Promise.all(Array.from({ length: 10 }, () => api.get(KARMADA.clusters, 'first')));
+    // One for the sequential requests, and at most one more per request running at once.
+    expect(server.connections - before).toBeLessThanOrEqual(10);
+    expect(server.connections - before).toBeGreaterThanOrEqual(1);
+    const sequential = server.connections;
+    for (let i = 0; i < 20; i++) await api.get(KARMADA.clusters, 'first');
+    expect(server.connections - sequential).toBe(0);
+  });
+});
