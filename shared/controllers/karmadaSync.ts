@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type BindingStatusReport, type ClusterFailoverAnnotations, clusterFailoverAnnotations, withClusterFailoverAnnotations } from '../api/resources';
 import { PlaneState, RecentCache } from '../cache';
 import { mapConcurrent } from '../concurrency';
@@ -335,7 +336,11 @@ const bindingKind = (kind: BindingKind, resource: KubeResource, key: string): Sy
       await karmada.placements.upsertMany(
         records.map(({ object, key, record }) => ({
           id: key,
-          value: { clusters: (record.spec.clusters ?? []).map((c) => c.name), resourceVersion: object.metadata.resourceVersion ?? '' },
+          value: {
+            clusters: (record.spec.clusters ?? []).map((c) => c.name),
+            resourceVersion: object.metadata.resourceVersion ?? '',
+            facts: placementDigest(record),
+          },
         })),
       );
       await mapConcurrent(records, RELIST_CONCURRENCY, ({ object, key, record }) => followUp(plane, key, record, false, object.metadata.resourceVersion));
@@ -373,8 +378,17 @@ async function bindingChanged(
     return;
   }
   const record = withPolicySettings(toBindingRecord(object, kind), await policySettings(plane));
-  await indexPlacements(plane, karmada, key, record, object.metadata.resourceVersion ?? '', indexed);
-  await followUp(plane, key, record, notifyTaintManager, object.metadata.resourceVersion);
+  // Karmada rewrites a binding many times while it fails over (status, Works, its scheduler's results): a
+  // version that leaves the placement rows as they are writes nothing and sends the taint manager nothing.
+  const placed = indexed?.value.facts !== undefined && indexed.value.facts === placementDigest(record);
+  if (!placed) await indexPlacements(plane, karmada, key, record, object.metadata.resourceVersion ?? '', indexed);
+  await followUp(plane, key, record, notifyTaintManager && !placed, object.metadata.resourceVersion);
+}
+
+/** IndexedPlacement.facts of a binding version: its placement rows without the revision they were taken at. */
+function placementDigest(record: BindingRecord): string {
+  const rows = placementsOf(record).map((row) => ({ ...row, rev: 0 }));
+  return createHash('sha256').update(JSON.stringify(rows)).digest('base64url');
 }
 
 /** What a binding's change sets off: the taint manager of a faulty cluster it is on, its sweep, its application failover. */
@@ -414,7 +428,7 @@ async function indexPlacements(
   if (rows.length > 0) await plane.ledger.upsertPlacements(rows);
   const left = (indexed?.value.clusters ?? []).filter((c) => !now.includes(c));
   await Promise.all(left.map((cluster) => plane.ledger.removePlacement(cluster, key, record.rev)));
-  const value: IndexedPlacement = { clusters: now, resourceVersion };
+  const value: IndexedPlacement = { clusters: now, resourceVersion, facts: placementDigest(record) };
   try {
     if (indexed) await karmada.placements.replace(key, value, indexed.etag);
     else await karmada.placements.create(key, value);

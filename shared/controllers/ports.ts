@@ -29,6 +29,12 @@ export interface SyncCursor {
 export interface IndexedPlacement {
   clusters: string[];
   resourceVersion: string;
+  /**
+   * A digest of the placement rows written for that version (what planning reads: clusters, replicas,
+   * tolerations, failover settings, priority). A later version with the same digest changes no row and
+   * gives the taint manager nothing new to plan.
+   */
+  facts?: string;
 }
 
 /** The Karmada API server's reachability as the last sync saw it: what /api/healthz and /api/fleet report. */
