@@ -309,7 +309,31 @@ export function lazyKubeApi(kubeconfig: string, log: Logger = jsonLogger()): Kub
  * 404, with real TLS (the cluster's CA bundle) and its bearer token.
  */
 export class ClientNodeProber implements MemberProber {
+  /**
+   * One KubeConfig (and so one keep-alive agent) per endpoint as given: a probe every few seconds per member
+   * reuses its connection instead of a TLS handshake each time. A changed token or CA bundle is a new entry.
+   */
+  private readonly configs = new Map<string, k8s.KubeConfig>();
+
   async probe(endpoint: MemberEndpoint, timeoutMs: number): Promise<ProbeResult> {
+    const config = await this.configFor(endpoint);
+    try {
+      const ok = await new (await loadClientNode()).Health(config).readyz({ signal: AbortSignal.timeout(timeoutMs) });
+      return ok ? { outcome: 'ok' } : { outcome: 'notOk', detail: `${endpoint.server}/readyz did not answer ok` };
+    } catch (error) {
+      const e = error as { name?: string; message?: string };
+      const detail =
+        e.name === 'AbortError' || e.name === 'TimeoutError'
+          ? `no answer from ${endpoint.server} in ${timeoutMs} ms`
+          : `${endpoint.server}: ${e.message ?? 'unreachable'}`;
+      return { outcome: 'unreachable', detail };
+    }
+  }
+
+  private async configFor(endpoint: MemberEndpoint): Promise<k8s.KubeConfig> {
+    const key = createHash('sha256').update(JSON.stringify(endpoint)).digest('hex');
+    const known = this.configs.get(key);
+    if (known) return known;
     const lib = await loadClientNode();
     const config = new lib.KubeConfig();
     config.loadFromOptions({
@@ -332,19 +356,16 @@ export class ClientNodeProber implements MemberProber {
       contexts: [{ name: endpoint.cluster, cluster: endpoint.cluster, user: endpoint.cluster }],
       currentContext: endpoint.cluster,
     });
-    try {
-      const ok = await new lib.Health(config).readyz({ signal: AbortSignal.timeout(timeoutMs) });
-      return ok ? { outcome: 'ok' } : { outcome: 'notOk', detail: `${endpoint.server}/readyz did not answer ok` };
-    } catch (error) {
-      const e = error as { name?: string; message?: string };
-      const detail =
-        e.name === 'AbortError' || e.name === 'TimeoutError'
-          ? `no answer from ${endpoint.server} in ${timeoutMs} ms`
-          : `${endpoint.server}: ${e.message ?? 'unreachable'}`;
-      return { outcome: 'unreachable', detail };
-    }
+    reuseConnections(config);
+    // Bounded: the oldest endpoints (clusters gone, rotated credentials) go first.
+    if (this.configs.size >= MAX_PROBED_ENDPOINTS) this.configs.delete(this.configs.keys().next().value!);
+    this.configs.set(key, config);
+    return config;
   }
 }
+
+/** Endpoints whose connections the prober keeps: a fleet's members, with room for rotated credentials. */
+const MAX_PROBED_ENDPOINTS = 20_000;
 
 /** Member endpoints from a kubeconfig whose context names are the cluster names (standalone probes). */
 export async function membersFromKubeconfig(setting: string): Promise<MemberEndpoint[]> {

@@ -22,6 +22,8 @@ export interface MemberEndpointServer {
   health: MemberHealth;
   /** /readyz requests answered or dropped, for counting probes. */
   probes: number;
+  /** TCP connections accepted so far. */
+  connections: number;
   close(): Promise<void>;
 }
 
@@ -79,6 +81,7 @@ export async function startMemberEndpoint(ca: MemberCa, cluster: string, token =
     caBundle: ca.caCert,
     health: 'ok',
     probes: 0,
+    connections: 0,
     close: () => close(server, sockets),
   };
   const server: Server = createServer({ cert, key }, (req, res) => {
@@ -99,6 +102,7 @@ export async function startMemberEndpoint(ca: MemberCa, cluster: string, token =
     res.writeHead(404).end();
   });
   server.on('connection', (socket: Socket) => {
+    endpoint.connections++;
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });

@@ -37,6 +37,19 @@ describe('member probes through client-node', () => {
     expect((await prober.probe({ ...endpoint(), token: 'wrong-token' }, 2000)).outcome).toBe('notOk');
   });
 
+  it('reuses its connection from probe to probe, and still sees a member that went away', async () => {
+    member.health = 'ok';
+    await prober.probe(endpoint(), 2000);
+    const before = member.connections;
+    for (let i = 0; i < 10; i++) expect(await prober.probe(endpoint(), 2000)).toEqual({ outcome: 'ok' });
+    expect(member.connections).toBe(before);
+    // The kept connection is dropped by the member: the next probe finds it unreachable, not ok.
+    member.health = 'down';
+    expect((await prober.probe(endpoint(), 2000)).outcome).toBe('unreachable');
+    member.health = 'ok';
+    expect(await prober.probe(endpoint(), 2000)).toEqual({ outcome: 'ok' });
+  });
+
   it('unreachable when connections are dropped', async () => {
     member.health = 'down';
     const result = await prober.probe(endpoint(), 2000);
