@@ -8,11 +8,11 @@ import type { Condition } from '../failover/model';
 import { POLICY_LABELS, policyKey } from '../failover/propagation';
 import { conditionOfExplanation, FAILOVER, isGone, isNotFound, KARMADA, KubeApiError, KubeObject, KubeResource, WatchEvent } from '../kube/api';
 import { bindingKeyOf, toBindingRecord } from '../store/karmada/bindingStore';
-import { toRecord } from '../store/karmada/clusterStore';
+import { KarmadaClusterStore, toRecord } from '../store/karmada/clusterStore';
 import { listAll, userAnnotations } from '../store/karmada/kubeObjects';
 import { ownPolicyId } from '../store/karmada/policyStores';
 import { ConcurrencyError, Versioned } from '../store/ports';
-import type { BindingRecord, PolicyRecord } from '../store/records';
+import type { BindingRecord, ClusterRecord, PolicyRecord } from '../store/records';
 import { errorFields, StateChanges } from '../telemetry/log';
 import { reportWorkloadStatus } from './applicationFailover';
 import { sweepBinding } from './gracefulEviction';
@@ -95,16 +95,32 @@ const conditionsKey = (object: KubeObject) =>
  * message would wait for the worker's poll), the rest go to the queue as from any pacer pass.
  * A failure falls back to the messages.
  */
-async function evaluateNow(plane: ControlPlane, name: string, run: SyncRun): Promise<void> {
+async function evaluateNow(plane: ControlPlane, object: KubeObject, run: SyncRun): Promise<void> {
+  const name = object.metadata.name;
+  const started = performance.now();
+  const took = () => Math.round(performance.now() - started);
   try {
-    const changes = await evaluateCluster(plane, name);
+    // The watched version is the one to decide on: a GET would wait on an API server that is busiest right
+    // now (every controller reacts to the same change). Stale by the time of the write: refused, read again.
+    const changes = await evaluateCluster(plane, name, undefined, await watchedVersion(plane, object));
     if (!changes.some((c) => isFaultyTaint(c.taint))) return;
-    const outcome = await handleTaintManagerMessage(plane, { cluster: name, reason: 'taints-changed' });
-    if (outcome.planned > 0) await paceAndRunFirst(plane, { until: run.deadline - RUN_HERE_BEFORE_DEADLINE_MS, later: (work) => run.later(work) });
+    const evaluatedMs = took();
+    let plannedMs = 0;
+    // Paced as soon as the cluster is planned, beside the rest of the pass (blocked rows, failbacks home).
+    const outcome = await handleTaintManagerMessage(plane, { cluster: name, reason: 'taints-changed' }, async ({ planned }) => {
+      plannedMs = took();
+      if (planned > 0) await paceAndRunFirst(plane, { until: run.deadline - RUN_HERE_BEFORE_DEADLINE_MS, later: (work) => run.later(work) });
+    });
+    plane.log.debug('inline taint evaluation', { cluster: name, evaluatedMs, planned: outcome.planned, plannedMs, pacedMs: took() });
   } catch (error) {
     plane.log.warn('inline taint evaluation failed: the evaluation message takes it', { cluster: name, ...errorFields(error) });
     await plane.evaluations.send({ cluster: name, reason: 'watch' });
   }
+}
+
+/** The cluster as watched, with the app's overlay (one Table read): what `evaluateCluster` would otherwise GET. */
+async function watchedVersion(plane: ControlPlane, object: KubeObject): Promise<Versioned<ClusterRecord> | undefined> {
+  return plane.clusters instanceof KarmadaClusterStore ? plane.clusters.watched(object) : undefined;
 }
 
 async function clusterChanged(plane: ControlPlane, object: KubeObject, deleted: boolean, run: SyncRun | undefined): Promise<void> {
@@ -137,7 +153,7 @@ async function clusterChanged(plane: ControlPlane, object: KubeObject, deleted: 
   const before = conditions.get(name);
   conditions.set(name, now);
   // A relist hands on every cluster: those go through the queue.
-  if (run && before !== now) await evaluateNow(plane, name, run);
+  if (run && before !== now) await evaluateNow(plane, object, run);
   else await plane.evaluations.send({ cluster: name, reason: 'watch' });
 }
 

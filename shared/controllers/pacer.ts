@@ -113,11 +113,19 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   const held = gateOff && draining.size === 0 ? 'gate' : state.paused ? 'paused' : nextSlotAt > horizon ? 'busy' : undefined;
   // Candidates in due order: due groups (one per cluster shard and due time) say which clusters have rows
   // due when; one range query per (due time, cluster) then reads those rows across the cluster's shards.
+  // A pass right after planning has rows to hand out: the fresh fleet view and the budgets are read beside
+  // the listing instead of after it (an idle tick reads neither).
+  const expecting = !held && options.runHere !== undefined;
+  const fresh = expecting ? currentFleetHealth(plane, 0) : undefined;
+  const budgetsRead = expecting ? BudgetGate.open(plane, now) : undefined;
+  // Read beside the listing, and not needed when it finds nothing: never left rejected and unhandled.
+  void fresh?.catch(() => undefined);
+  void budgetsRead?.catch(() => undefined);
   const listed = held ? [] : await plane.ledger.listDue(new Date(horizon).toISOString(), 500);
   const groups = gateOff ? listed.filter((group) => draining.has(group.cluster)) : listed;
   // The tier that claims rows is judged on the fleet as it is now, not on the second-old view (a fleet
   // that turned halted since, with rows decided on it, must schedule nothing). Idle ticks use the view.
-  const health = groups.length > 0 ? await currentFleetHealth(plane, 0) : recent;
+  const health = groups.length > 0 ? await (fresh ?? currentFleetHealth(plane, 0)) : recent;
   const base: PacerState = { ...state, tier: health.tier, rate: health.rate, total: health.total, unhealthy: health.unhealthy, updatedAt: now.toISOString() };
   const skipped = held ?? (health.rate === 0 ? 'halted' : undefined);
   const healthChanged = state.tier !== base.tier || state.rate !== base.rate || state.total !== base.total || state.unhealthy !== base.unhealthy;
@@ -145,7 +153,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
     nowMs + MIN_SLOT_LEAD_MS,
   ).map((c) => c.bucket);
   // FailoverBudgets: read only when there is something to release (an idle tick reads none).
-  const gate = groups.length > 0 ? await BudgetGate.open(plane, now) : undefined;
+  const gate = groups.length > 0 ? await (budgetsRead ?? BudgetGate.open(plane, now)) : undefined;
   const ready: Ready[] = [];
   const exhausted: DueGroup[] = [];
   /** Groups with a row the gate holds: kept for when the gate opens. */

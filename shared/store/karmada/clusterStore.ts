@@ -89,6 +89,16 @@ export class KarmadaClusterStore implements DocumentStore<ClusterRecord> {
     return { value: toRecord(object, overlay?.value), etag: joinEtag(object.metadata.resourceVersion ?? '', overlay?.etag) };
   }
 
+  /** A Cluster as a watch delivered it, with its overlay read now: the version `get` would return, without the GET. */
+  async watched(object: KubeObject): Promise<Versioned<ClusterRecord>> {
+    const id = object.metadata.name;
+    const overlay = await this.overlays.get(id);
+    this.read.remember(id, object);
+    noteUid(this.api, 'Cluster', object);
+    if (overlay) this.rememberOverlay(id, overlay.etag, overlay.value);
+    return { value: toRecord(object, overlay?.value), etag: joinEtag(object.metadata.resourceVersion ?? '', overlay?.etag) };
+  }
+
   async list(): Promise<Array<Versioned<ClusterRecord> & { id: string }>> {
     const [{ items }, overlays] = await Promise.all([listAll(this.api, KARMADA.clusters), this.overlays.list()]);
     const byName = new Map(overlays.map((o) => [o.id, o]));
