@@ -19,7 +19,7 @@ import { sweepBinding } from './gracefulEviction';
 import { paceAndRunFirst } from './paceAndRun';
 import type { ControlPlane, IndexedPlacement, KarmadaConnection, KarmadaPorts, SyncCursor } from './ports';
 import { placementsOf } from './state/bindingWrites';
-import { fleetClusters, forgetFleet, forgetPropagationPolicies, forgetTaintPolicies } from './state/reads';
+import { fleetClusters, forgetFleet, forgetPropagationPolicies, forgetTaintPolicies, noteWatchedCluster, watchingClusters } from './state/reads';
 import { evaluateCluster, fanOutEvaluations } from './taintEvaluation';
 import { handleTaintManagerMessage } from './taintManager';
 
@@ -40,6 +40,8 @@ interface SyncedKind {
   handle: (plane: ControlPlane, object: KubeObject, deleted: boolean, run: SyncRun) => Promise<void>;
   /** After a (re)list: every object as it is now. */
   relisted: (plane: ControlPlane, objects: KubeObject[]) => Promise<void>;
+  /** The watch runs until `untilMs` (the plane's clock; 0: it ended): every change reaches `handle` as it comes. */
+  watching?: (plane: ControlPlane, untilMs: number) => void;
 }
 
 /** One sync invocation: work a handler starts and leaves running, awaited before the invocation returns. */
@@ -124,8 +126,8 @@ async function watchedVersion(plane: ControlPlane, object: KubeObject): Promise<
 }
 
 async function clusterChanged(plane: ControlPlane, object: KubeObject, deleted: boolean, run: SyncRun | undefined): Promise<void> {
-  forgetFleet(plane);
   const name = object.metadata.name;
+  noteWatchedCluster(plane, name, deleted ? undefined : toRecord(object, undefined));
   const seen = seenFaulty.get(plane) ?? new Map<string, string>();
   seenFaulty.set(plane, seen);
   const faulty = deleted
@@ -165,6 +167,8 @@ const clusters: SyncedKind = {
     forgetFleet(plane);
     await mapConcurrent(objects, RELIST_CONCURRENCY, (object) => clusterChanged(plane, object, false, undefined));
   },
+  // The fleet view follows the watch meanwhile: placement, the guard and the pacer list no Clusters.
+  watching: (plane, untilMs) => watchingClusters(plane, untilMs),
 };
 
 const evaluatedPart = (object: KubeObject) =>
@@ -542,11 +546,14 @@ async function syncKind(
   };
   try {
     if (!resourceVersion) await relist();
+    kind.watching?.(plane, plane.clock.now().getTime() + (deadline - Date.now()));
     await watchUntil();
     await save();
   } catch (error) {
     // Another instance moved the cursor: it is syncing this kind now.
     if (!(error instanceof ConcurrencyError)) throw error;
+  } finally {
+    kind.watching?.(plane, 0);
   }
   return { events, relisted, resourceVersion: resourceVersion ?? '' };
 

@@ -293,7 +293,18 @@ describe('Karmada mode', () => {
       );
       expect(degraded).toMatchObject({ status: 'degraded', mode: 'karmada' });
       expect(degraded.reason).toMatch(/(list|watch) clusters\.cluster\.karmada\.io: 403 Forbidden/);
-      const fleet = await api(host.url, 'GET', 'fleet');
+      // The fleet view follows the Clusters watch that still runs (a 200 that says degraded, with the reason);
+      // once that watch has ended, the fleet cannot be read: 503 with the reason.
+      const fleet = await waitFor(
+        async () => {
+          const answer = await api(host.url, 'GET', 'fleet');
+          if (answer.status === 200)
+            expect(answer.body).toMatchObject({ status: 'degraded', reason: expect.stringMatching(/clusters\.cluster\.karmada\.io: 403/) });
+          return answer.status === 200 ? undefined : answer;
+        },
+        25_000,
+        200,
+      );
       expect(fleet.status).toBe(503);
       expect(fleet.body.error ?? fleet.body.message).toMatch(/clusters\.cluster\.karmada\.io: 403/);
     } finally {

@@ -119,7 +119,7 @@ export async function updateCluster<R>(
     listed,
   );
   const { value, record, changes, events } = outcome.result;
-  if (fleetChanged) forgetFleet(plane, name);
+  if (fleetChanged) forgetFleet(plane, name, record);
   if (events.length > 0) await plane.events.append(events);
   // The guard's places follow the policies' holds; shadow policies' findings are recorded.
   if (policyEffects) await recordPolicyEffects(plane, policyEffects, plane.clock.now());

@@ -73,8 +73,14 @@ export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Pro
   }
 }
 
-function karmadaFleetView(plane: ControlPlane, maxAgeMs: number): Promise<FleetView> {
-  return fleetCache.get(
+async function karmadaFleetView(plane: ControlPlane, maxAgeMs: number): Promise<FleetView> {
+  // While this process watches the Clusters, its view follows each change as it arrives: no listing.
+  const watched = fleetWatch.get(plane);
+  const live = watched !== undefined && watched.until > plane.clock.now().getTime();
+  const followed = live ? fleetCache.peek(plane, '', FLEET_VIEW_MAX_AGE_MS) : undefined;
+  if (followed) return followed;
+  const notesBefore = watched?.notes ?? 0;
+  const view = await fleetCache.get(
     plane,
     async () => {
       const listed = await plane.clusters.list();
@@ -86,6 +92,43 @@ function karmadaFleetView(plane: ControlPlane, maxAgeMs: number): Promise<FleetV
     },
     { maxAgeMs },
   );
+  // A change noted while the listing was on its way may be newer than what it returned: not kept to follow.
+  if ((fleetWatch.get(plane)?.notes ?? 0) !== notesBefore) fleetCache.forget(plane);
+  return view;
+}
+
+/** Karmada mode, per process: until when (plane clock, ms) its watch of Clusters runs, and how many changes it noted. */
+const fleetWatch = new PlaneState<{ until: number; notes: number }>('karmadaFleetWatch');
+
+/**
+ * Karmada mode: this process watches the Clusters until `untilMs` (0: the watch ended), handing each change
+ * to `noteWatchedCluster`, so its fleet view is current without listing (FLEET_VIEW_MAX_AGE_MS at most).
+ */
+export function watchingClusters(plane: ControlPlane, untilMs: number): void {
+  fleetWatch.set(plane, { until: untilMs, notes: fleetWatch.get(plane)?.notes ?? 0 });
+}
+
+/**
+ * Karmada mode: a Cluster as watched (or written here), or gone (`record` undefined). A view being
+ * followed takes it in place; otherwise the view is listed again at its next use.
+ */
+export function noteWatchedCluster(plane: ControlPlane, name: string, record: ClusterRecord | undefined): void {
+  const watch = fleetWatch.get(plane);
+  if (watch) watch.notes++;
+  const view = watch && watch.until > plane.clock.now().getTime() ? fleetCache.peek(plane, '', FLEET_VIEW_MAX_AGE_MS) : undefined;
+  if (!view) {
+    fleetCache.forget(plane);
+    return;
+  }
+  const clusters = view.clusters.filter((c) => c.name !== name);
+  const unhealthy = (view.unhealthy ?? []).filter((n) => n !== name);
+  if (record) {
+    clusters.push(clusterCandidate(record));
+    clusters.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    if (isUnhealthyCluster(record)) unhealthy.push(name);
+  }
+  // Aged from its listing: the safety net stays.
+  fleetCache.replace(plane, { version: 0, clusters, unhealthy });
 }
 
 const refreshes = new PlaneState<{ version: number; done: Promise<CandidateCluster[]> }>('fleetRefreshes');
@@ -148,9 +191,11 @@ function changedSince(summary: FleetSummary, view: FleetView | undefined): strin
 
 /**
  * After this process wrote a cluster, its next placement and pre-check read it again (`name`), or the
- * whole fleet (none given, and in Karmada mode).
+ * whole fleet (none given, and in Karmada mode unless the view follows a watch: then the `version` written
+ * takes the cluster's place in it).
  */
-export function forgetFleet(plane: ControlPlane, name?: string): void {
+export function forgetFleet(plane: ControlPlane, name?: string, version?: ClusterRecord): void {
+  if (plane.karmada && name !== undefined && version) return noteWatchedCluster(plane, name, version);
   if (name === undefined || plane.karmada) {
     fleetCache.forget(plane);
     return;
