@@ -4,16 +4,15 @@ import { syncKarmada } from '../shared/controllers/karmadaSync';
 import { controlPlane } from '../shared/runtime';
 import { shutdownSignal, signalShutdown } from '../shared/shutdown';
 
-/** The timer's period: it fires at every multiple of it. */
-const PERIOD_MS = 10_000;
-
 /**
- * Each invocation watches until a margin before the next tick: its end (cursors saved, evictions it ran
- * beside the watch) must come before the tick, or the timer skips that occurrence and nobody watches for a
- * whole period. A change in the margin is delivered when the next invocation resumes from the cursor, so
- * the margin is as short as the ends have been: twice the last end's time past its deadline, within
- * [MIN_END_MARGIN_MS, MAX_END_MARGIN_MS], and FIRST_END_MARGIN_MS before any end was seen.
+ * The timer fires every second; an invocation watches for about WATCH_MS and ends a margin before a tick,
+ * so the next one starts at that tick and resumes from the stored cursor. Its end (cursors saved, evictions
+ * it ran beside the watch) must come before the tick, or the timer skips it (a second more without a
+ * watch). A change in the margin is delivered when the next invocation resumes, so the margin is as short
+ * as the ends have been: twice the last end's time past its deadline, within [MIN_END_MARGIN_MS,
+ * MAX_END_MARGIN_MS], and FIRST_END_MARGIN_MS before any end was seen.
  */
+const WATCH_MS = 9000;
 const MIN_END_MARGIN_MS = 250;
 const MAX_END_MARGIN_MS = 2000;
 const FIRST_END_MARGIN_MS = 1000;
@@ -24,24 +23,24 @@ export function endMarginMs(lastEndMs: number | undefined): number {
   return Math.min(MAX_END_MARGIN_MS, Math.max(MIN_END_MARGIN_MS, 2 * lastEndMs));
 }
 
-/** Seconds from `now` until `marginMs` before the next tick (pure). */
-export function watchBudgetSeconds(now: number, marginMs = FIRST_END_MARGIN_MS, periodMs = PERIOD_MS): number {
-  const nextTick = (Math.floor(now / periodMs) + 1) * periodMs;
-  return Math.max(0, nextTick - marginMs - now) / 1000;
+/** Seconds from `now` until `marginMs` before the first whole second at least `watchMs` away (pure). */
+export function watchBudgetSeconds(now: number, marginMs = FIRST_END_MARGIN_MS, watchMs = WATCH_MS): number {
+  const tick = Math.ceil((now + watchMs) / 1000) * 1000;
+  return Math.max(0, tick - marginMs - now) / 1000;
 }
 
 /** Per process: how long the last invocation's end took past its watches' deadline (ms). */
 const lastEnd = new PlaneState<number>('karmadaSyncLastEnd');
 
 /**
- * Every 10 s, Karmada mode only: list once (or resume from the stored resourceVersion), then watch
- * Clusters, ClusterTaintPolicies and bindings until the budget is spent. A timer is a singleton, so one
- * instance watches at a time; a change becomes the same queue message our own API would send.
+ * Karmada mode only: list once (or resume from the stored resourceVersion), then watch Clusters,
+ * ClusterTaintPolicies and bindings until the budget is spent. A timer is a singleton, so one instance
+ * watches at a time; a change becomes the same queue message our own API would send.
  */
 export async function karmadaSync(_timer: Timer, ctx: InvocationContext): Promise<void> {
   const plane = controlPlane();
   if (!plane.karmada) return;
-  // A degraded report is logged when the state changes (syncKarmada, the API's access tracking), not every 10 s.
+  // A degraded report is logged when the state changes (syncKarmada, the API's access tracking), not every run.
   const budget = watchBudgetSeconds(Date.now(), endMarginMs(lastEnd.get(plane)));
   const deadline = Date.now() + budget * 1000;
   const report = await syncKarmada(plane, budget, shutdownSignal);
@@ -50,5 +49,5 @@ export async function karmadaSync(_timer: Timer, ctx: InvocationContext): Promis
   if (changed.length > 0) ctx.log(`karmada sync: ${changed.map(([kind, k]) => `${kind} ${k.relisted ? 'relisted, ' : ''}${k.events} event(s)`).join('; ')}`);
 }
 
-app.timer('karmadaSync', { schedule: `*/${PERIOD_MS / 1000} * * * * *`, runOnStartup: false, useMonitor: false, handler: karmadaSync });
+app.timer('karmadaSync', { schedule: '* * * * * *', runOnStartup: false, useMonitor: false, handler: karmadaSync });
 app.hook.appTerminate(() => signalShutdown());

@@ -52,10 +52,10 @@ export interface SyncRun {
 }
 
 /**
- * Evictions run beside the watch only when they end this long before its deadline (a message's slots span
- * at most a second): the invocation then returns on time, and the next one starts at its tick.
+ * Evictions run beside the watch only when they start this long before its deadline (a message's slots span
+ * at most a second): the invocation then returns by its tick, or soon after (the timer ticks every second).
  */
-const RUN_HERE_BEFORE_DEADLINE_MS = 2000;
+const RUN_HERE_BEFORE_DEADLINE_MS = 1500;
 
 export interface KindReport {
   events: number;

@@ -29,6 +29,8 @@ export async function paceAndRunFirst(plane: ControlPlane, options: RunHereOptio
       plane.log.warn("policy status round after planning failed: the timer's next round writes it", { ...errorFields(error) }),
     ),
   );
+  // Decided before the pass: slots for a caller that cannot run them get the queue's lead, not RUN_HERE_LEAD_MS.
+  const canRunHere = options.until === undefined || Date.now() < options.until;
   const runHere = (batch: EvictionBatch) => {
     if (options.until !== undefined && Date.now() > options.until) return false;
     later(
@@ -39,6 +41,6 @@ export async function paceAndRunFirst(plane: ControlPlane, options: RunHereOptio
     );
     return true;
   };
-  await paceAfterPlanning(plane, { runHere });
+  await paceAfterPlanning(plane, canRunHere ? { runHere } : {});
   await Promise.all(started);
 }

@@ -228,9 +228,11 @@ export class ClientNodeKubeApi implements KubeApi {
                 : type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED'
                   ? { type, object: object as KubeObject }
                   : undefined;
+            // Events still waiting when the watch is stopped are left to the next watch (the caller's
+            // cursor has not passed them): a long backlog would otherwise hold the caller past its end.
             if (event)
               chain = chain
-                .then(() => (handlerFailure ? undefined : onEvent(event)))
+                .then(() => (handlerFailure || options.signal?.aborted ? undefined : onEvent(event)))
                 .catch((error: unknown) => {
                   handlerFailure = error instanceof Error ? error : new Error(String(error));
                   stop();
