@@ -5,14 +5,15 @@ import { controlPlane } from '../shared/runtime';
 import { shutdownSignal, signalShutdown } from '../shared/shutdown';
 
 /**
- * The timer fires every second; an invocation watches for about WATCH_MS and ends a margin before a tick,
- * so the next one starts at that tick and resumes from the stored cursor. Its end (cursors saved, evictions
- * it ran beside the watch) must come before the tick, or the timer skips it (a second more without a
- * watch). A change in the margin is delivered when the next invocation resumes, so the margin is as short
+ * The timer fires every second; an invocation watches for about WATCH_MS (long: each end leaves a gap of
+ * its margin without a watch; within the host's functionTimeout) and ends a margin before a tick,
+ * so the next one starts at that tick and resumes from the stored cursor. Its end (cursors saved) must come
+ * before the tick, or the timer skips it (a second more without a watch; evictions run beside the watch may
+ * take that second by choice). A change in the margin is delivered when the next invocation resumes, so the margin is as short
  * as the ends have been: twice the last end's time past its deadline, within [MIN_END_MARGIN_MS,
  * MAX_END_MARGIN_MS], and FIRST_END_MARGIN_MS before any end was seen.
  */
-const WATCH_MS = 9000;
+const WATCH_MS = 55_000;
 const MIN_END_MARGIN_MS = 250;
 const MAX_END_MARGIN_MS = 2000;
 const FIRST_END_MARGIN_MS = 1000;
@@ -44,7 +45,8 @@ export async function karmadaSync(_timer: Timer, ctx: InvocationContext): Promis
   const budget = watchBudgetSeconds(Date.now(), endMarginMs(lastEnd.get(plane)));
   const deadline = Date.now() + budget * 1000;
   const report = await syncKarmada(plane, budget, shutdownSignal);
-  if (budget > 0) lastEnd.set(plane, Math.max(0, Date.now() - deadline));
+  // The margin covers how long the watches take to end; evictions run beside them may end later by choice.
+  if (budget > 0 && report.watchesEndedAt !== undefined) lastEnd.set(plane, Math.max(0, report.watchesEndedAt - deadline));
   const changed = Object.entries(report.kinds).filter(([, k]) => k.events > 0 || k.relisted);
   if (changed.length > 0) ctx.log(`karmada sync: ${changed.map(([kind, k]) => `${kind} ${k.relisted ? 'relisted, ' : ''}${k.events} event(s)`).join('; ')}`);
 }

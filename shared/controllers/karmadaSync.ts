@@ -51,12 +51,6 @@ export interface SyncRun {
   later(work: Promise<unknown>): void;
 }
 
-/**
- * Evictions run beside the watch only when they start this long before its deadline (a message's slots span
- * at most a second): the invocation then returns by its tick, or soon after (the timer ticks every second).
- */
-const RUN_HERE_BEFORE_DEADLINE_MS = 1500;
-
 export interface KindReport {
   events: number;
   relisted: boolean;
@@ -67,6 +61,8 @@ export interface KindReport {
 
 export interface SyncReport {
   kinds: Record<string, KindReport>;
+  /** When every watch had ended and saved its cursor (epoch ms), before the evictions run beside them were awaited. */
+  watchesEndedAt?: number;
   /** The verb and resource that failed, when the API server could not be used. */
   degraded?: string;
 }
@@ -111,7 +107,9 @@ async function evaluateNow(plane: ControlPlane, object: KubeObject, run: SyncRun
     // Paced as soon as the cluster is planned, beside the rest of the pass (blocked rows, failbacks home).
     const outcome = await handleTaintManagerMessage(plane, { cluster: name, reason: 'taints-changed' }, async ({ planned }) => {
       plannedMs = took();
-      if (planned > 0) await paceAndRunFirst(plane, { until: run.deadline - RUN_HERE_BEFORE_DEADLINE_MS, later: (work) => run.later(work) });
+      // Run here until the watch's deadline: a failure seen late in a watch still gets its first evictions at
+      // once, and the invocation may end up to a second or two late (the timer ticks every second).
+      if (planned > 0) await paceAndRunFirst(plane, { until: run.deadline, later: (work) => run.later(work) });
     });
     plane.log.debug('inline taint evaluation', { cluster: name, evaluatedMs, planned: outcome.planned, plannedMs, pacedMs: took() });
   } catch (error) {
@@ -511,9 +509,10 @@ export async function syncKarmada(plane: ControlPlane, budgetSeconds: number, si
       }
     }),
   );
+  const watchesEndedAt = Date.now();
   // Work the handlers left running (evictions executed beside the watch) ends with the invocation.
   while (started.length > 0) await Promise.all(started.splice(0));
-  return { kinds, ...(degraded ? { degraded } : {}) };
+  return { kinds, watchesEndedAt, ...(degraded ? { degraded } : {}) };
 }
 
 async function syncKind(

@@ -226,6 +226,8 @@ export interface KubeApiServer {
   remove(plural: string, name: string, namespace?: string): boolean;
   /** Forget the watch history: watching from, or continuing a list at, any older resourceVersion gets 410 Expired. */
   compact(): void;
+  /** Ends every open watch stream, as the API server does at a watch's request timeout: clients watch again from where they were. */
+  endWatches(): void;
   currentResourceVersion(): string;
   inject(fault: Fault): FaultHandle;
   clearFaults(): void;
@@ -1422,6 +1424,9 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
     compact: () => {
       history = [];
       historyFloor = counter;
+    },
+    endWatches: () => {
+      for (const w of [...watchers]) w.res.end();
     },
     currentResourceVersion: () => String(counter),
     inject: (fault) => {

@@ -74,9 +74,12 @@ export async function fleetClusters(plane: ControlPlane, maxAgeMs = SECOND): Pro
 }
 
 async function karmadaFleetView(plane: ControlPlane, maxAgeMs: number): Promise<FleetView> {
-  // While this process watches the Clusters, its view follows each change as it arrives: no listing.
+  // While this process watches the Clusters, its view follows each change as it arrives: no listing. Not
+  // while a request of this process has found the API server refusing or unreachable: then the fleet is
+  // read again (and a refusal answered as one), never taken on trust.
   const watched = fleetWatch.get(plane);
-  const live = watched !== undefined && watched.until > plane.clock.now().getTime();
+  const troubled = (plane.karmada?.api.access?.problems().length ?? 0) > 0;
+  const live = watched !== undefined && watched.until > plane.clock.now().getTime() && !troubled;
   const followed = live ? fleetCache.peek(plane, '', FLEET_VIEW_MAX_AGE_MS) : undefined;
   if (followed) return followed;
   const notesBefore = watched?.notes ?? 0;
