@@ -23,6 +23,7 @@ import { applyBench } from './benchApply';
 import { idleBench } from './benchIdle';
 import { karmadaRun } from './benchKarmada';
 import { karmadaVsOursBench } from './benchKarmadaVsOurs';
+import { policyBench } from './benchPolicies';
 import { scaleRun } from './benchScale';
 import { taintPolicyBench } from './benchTaintPolicies';
 import { consoleBundleSize, whatIfMemoryRun, whatIfRun } from './benchWhatIf';
@@ -453,6 +454,11 @@ async function main() {
     return;
   }
   if (process.argv[2] === 'idle') return void (await idleBench(process.argv.slice(3)));
+  if (process.argv[2] === 'policies') {
+    const [namespaces, perNamespace, ...checkpoints] = process.argv.slice(3).map(Number);
+    console.log(JSON.stringify(await policyBench(namespaces || undefined, perNamespace || undefined, checkpoints.length > 0 ? checkpoints : undefined)));
+    return;
+  }
   if (process.argv[2] === 'taintpolicies') {
     const run = await taintPolicyBench(Number(process.argv[3] ?? 2000));
     console.log(`ClusterTaintPolicy apply and delete on ${run.clusters} clusters`);

@@ -8,7 +8,7 @@ import { applyBinding } from './bindings';
 import { applyBudget } from './budgets';
 import { applyCluster } from './clusters';
 import type { ControlPlane } from './ports';
-import { applyPropagationPolicy } from './propagationPolicies';
+import { applyPropagationPolicies, applyPropagationPolicy } from './propagationPolicies';
 import type { ApplyAction } from './state/derivation';
 import { underDerivationIntent } from './state/derivation';
 import { applyTaintPolicy } from './taintPolicies';
@@ -89,6 +89,18 @@ export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]
       );
       run.forEach((i, k) => (actions[i] = applied[k]));
       index += run.length - 1;
+    } else if (isPropagationPolicy(item)) {
+      // Consecutive policies are stored, then derived once together (a request of many policies derives
+      // each template and binding they affect once, not once per policy).
+      let end = index + 1;
+      while (end < objects.length && isPropagationPolicy(objects[end])) end++;
+      const run = Array.from({ length: end - index }, (_, k) => index + k);
+      const applied = await applyPropagationPolicies(
+        plane,
+        run.map((i) => (objects[i] as AppliedPolicy).object),
+      );
+      run.forEach((i, k) => (actions[i] = applied[k]));
+      index = end - 1;
     } else if (item.kind === 'Cluster') {
       // Consecutive Clusters go side by side, as their health reports would: several failing at once start
       // their taint evaluation and planning together (a request names an object once: decode refuses twice).
@@ -121,6 +133,8 @@ export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]
   return objects.map((item, index) => ({ kind: item.kind === 'ResourceTemplate' ? item.object.kind : item.kind, name: item.name, action: actions[index] }));
 }
 
+type AppliedPolicy = Extract<AppliedObject, { kind: 'PropagationPolicy' | 'ClusterPropagationPolicy' }>;
+const isPropagationPolicy = (item: AppliedObject): item is AppliedPolicy => item.kind === 'PropagationPolicy' || item.kind === 'ClusterPropagationPolicy';
 type AppliedBinding = Extract<AppliedObject, { kind: 'ResourceBinding' | 'ClusterResourceBinding' }>;
 const isBinding = (item: AppliedObject): item is AppliedBinding => item.kind === 'ResourceBinding' || item.kind === 'ClusterResourceBinding';
 

@@ -1,15 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { PropagationPolicyView } from '../api/contract/views';
 import type { ClusterPropagationPolicyInput, PropagationPolicyInput } from '../api/resources';
-import { policyDisplay, policyKey, PolicyRef } from '../failover/propagation';
+import { mapConcurrent } from '../concurrency';
+import { derivationScope, policyDisplay, policyKey, PolicyRef } from '../failover/propagation';
 import { keep, mutate, write } from '../store/optimistic';
+import { ConcurrencyError } from '../store/ports';
 import type { BindingRecord, PropagationPolicyRecord } from '../store/records';
 import type { ControlPlane } from './ports';
 import { claimIntents, journalOf, repairPlacementWrites, staleIntents, writeBinding } from './state/bindingWrites';
 import { appliedPolicy, ApplyAction, governedSpec, ownSpec, underDerivationIntent } from './state/derivation';
 import { bindingEvent, policyEvent } from './state/events';
 import { forgetPropagationPolicies, loadPropagationPolicies } from './state/reads';
-import { rederiveTemplates } from './templates';
+import { listByPrefixes, rederiveTemplates } from './templates';
 import { propagationPolicyResource } from './views';
 
 /**
@@ -18,6 +20,9 @@ import { propagationPolicyResource } from './views';
  */
 
 type PolicyInput = PropagationPolicyInput | ClusterPropagationPolicyInput;
+
+/** Policies of one request read and stored at once. */
+const STORE_CONCURRENCY = 8;
 
 const refOf = (input: PolicyInput): PolicyRef =>
   input.kind === 'PropagationPolicy'
@@ -29,36 +34,74 @@ const refOf = (input: PolicyInput): PolicyRef =>
  * (`underDerivationIntent`): a host killed between the two leaves it open, and the repair derives again.
  */
 export async function applyPropagationPolicy(plane: ControlPlane, input: PolicyInput): Promise<ApplyAction> {
-  const ref = refOf(input);
-  const created = () => ({
-    ...ref,
-    uid: randomUUID(),
-    createdAt: plane.clock.now().toISOString(),
-    generation: 1,
-    labels: {},
-    annotations: {},
-    spec: input.spec,
+  return (await applyPropagationPolicies(plane, [input]))[0];
+}
+
+/**
+ * Policies of one request (consecutive in it): each stored, then one derivation for them all, over what
+ * any of their versions can select (`derivationScope`), so a request of many policies derives each affected
+ * template and binding once, not once per policy, and a policy's cost follows what it selects.
+ */
+export async function applyPropagationPolicies(plane: ControlPlane, inputs: readonly PolicyInput[]): Promise<ApplyAction[]> {
+  const stored = await mapConcurrent(inputs, STORE_CONCURRENCY, (input) => plane.propagationPolicies.get(policyKey(refOf(input))));
+  const results = inputs.map((input, i): ApplyAction | undefined => {
+    const current = stored[i];
+    // An unchanged policy starts no derivation, so it needs no intent.
+    return current && appliedPolicy(current.value, () => current.value, input).kind === 'keep' ? 'unchanged' : undefined;
   });
-  const stored = await plane.propagationPolicies.get(policyKey(ref));
-  // An unchanged policy starts no derivation, so it needs no intent.
-  if (stored && appliedPolicy(stored.value, created, input).kind === 'keep') return 'unchanged';
-  return underDerivationIntent(plane, async () => {
-    const { result } = await mutate<PropagationPolicyRecord, ApplyAction>(
-      plane.propagationPolicies,
-      policyKey(ref),
-      (current) => appliedPolicy(current?.value, created, input),
-      stored,
-    );
-    if (result !== 'unchanged') await policyChanged(plane, ref, result === 'created' ? 'Created' : 'Configured');
-    return result;
+  const changing = results.flatMap((result, i) => (result === undefined ? [i] : []));
+  if (changing.length === 0) return results as ApplyAction[];
+  await underDerivationIntent(plane, async () => {
+    const changes: PolicyChange[] = [];
+    await mapConcurrent(changing, STORE_CONCURRENCY, async (i) => {
+      const input = inputs[i];
+      const ref = refOf(input);
+      const created = () => ({
+        ...ref,
+        uid: randomUUID(),
+        createdAt: plane.clock.now().toISOString(),
+        generation: 1,
+        labels: {},
+        annotations: {},
+        spec: input.spec,
+      });
+      let before: PropagationPolicyRecord | undefined;
+      let after: PropagationPolicyRecord | undefined;
+      const { result } = await mutate<PropagationPolicyRecord, ApplyAction>(
+        plane.propagationPolicies,
+        policyKey(ref),
+        (current) => {
+          const applied = appliedPolicy(current?.value, created, input);
+          before = current?.value;
+          after = applied.kind === 'write' ? applied.value : current?.value;
+          return applied;
+        },
+        stored[i],
+      );
+      results[i] = result;
+      if (result !== 'unchanged') changes.push({ ref, reason: result === 'created' ? 'Created' : 'Configured', versions: [before, after] });
+    });
+    await policiesChanged(plane, changes);
   });
+  return results as ApplyAction[];
 }
 
 export async function deletePropagationPolicy(plane: ControlPlane, ref: PolicyRef): Promise<boolean> {
   return underDerivationIntent(plane, async () => {
-    const deleted = await plane.propagationPolicies.delete(policyKey(ref));
-    if (deleted) await policyChanged(plane, ref, 'Deleted');
-    return deleted;
+    for (;;) {
+      // The version deleted is the one read (ETag-checked): what it selected is derived again.
+      const stored = await plane.propagationPolicies.get(policyKey(ref));
+      if (!stored) return false;
+      try {
+        if (!(await plane.propagationPolicies.delete(policyKey(ref), stored.etag))) return false;
+      } catch (error) {
+        // Changed since it was read: read again, and delete what it holds now.
+        if (!(error instanceof ConcurrencyError)) throw error;
+        continue;
+      }
+      await policiesChanged(plane, [{ ref, reason: 'Deleted', versions: [stored.value] }]);
+      return true;
+    }
   });
 }
 
@@ -91,46 +134,69 @@ export async function repairInterruptedWrites(plane: ControlPlane): Promise<Repa
   if (derivations.length > 0) {
     forgetPropagationPolicies(plane);
     await rederiveTemplates(plane);
-    outcome.rederived = await rederiveBindings(plane);
+    outcome.rederived = (await rederiveBindings(plane)).changed;
     outcome.derivations = derivations.length;
     await journalOf(plane)?.closeIntents(derivations.map(({ intent, etag }) => ({ id: intent.id, etag })));
   }
   return outcome;
 }
 
-async function policyChanged(plane: ControlPlane, ref: PolicyRef, reason: 'Created' | 'Configured' | 'Deleted'): Promise<void> {
+interface PolicyChange {
+  ref: PolicyRef;
+  reason: 'Created' | 'Configured' | 'Deleted';
+  /** The policy as it was and as it is (undefined: absent): what either selects is derived again. */
+  versions: Array<PropagationPolicyRecord | undefined>;
+}
+
+async function policiesChanged(plane: ControlPlane, changes: readonly PolicyChange[]): Promise<void> {
+  if (changes.length === 0) return;
   forgetPropagationPolicies(plane);
-  // The detector first (which templates this policy now claims), then every binding's inheritance.
-  const claims = await rederiveTemplates(plane);
-  const rederived = await rederiveBindings(plane);
-  const claimed = claims.get(policyKey(ref)) ?? 0;
-  // A policy whose selectors match nothing is accepted (its templates may come later), and says so.
-  const governs =
-    claimed > 0 || (await plane.bindings.list((value) => value.inheritedFrom !== undefined && policyKey(value.inheritedFrom) === policyKey(ref))).length > 0;
-  const matches =
-    reason === 'Deleted' ? '' : governs ? `; it claims ${claimed} resource template(s)` : '; its resourceSelectors match no resource template or binding yet';
-  await plane.events.append([
-    policyEvent(
-      ref.kind,
-      ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name,
-      plane.clock.now(),
-      reason,
-      `policy ${reason.toLowerCase()}; ${rederived} binding(s) re-derived${matches}`,
-    ),
-  ]);
+  const scope = derivationScope(changes.flatMap((change) => change.versions.filter((v): v is PropagationPolicyRecord => v !== undefined)));
+  // The detector first (which templates these policies now claim), then the bindings' inheritance.
+  const claims = await rederiveTemplates(plane, scope.templates);
+  const { changed, governing } = await rederiveBindings(plane, scope.bindings);
+  const now = plane.clock.now();
+  await plane.events.append(
+    changes.map(({ ref, reason }) => {
+      const key = policyKey(ref);
+      const claimed = claims.get(key) ?? 0;
+      // A policy whose selectors match nothing is accepted (its templates may come later), and says so.
+      const governs = claimed > 0 || (governing.get(key) ?? 0) > 0;
+      const matches =
+        reason === 'Deleted'
+          ? ''
+          : governs
+            ? `; it claims ${claimed} resource template(s)`
+            : '; its resourceSelectors match no resource template or binding yet';
+      return policyEvent(
+        ref.kind,
+        ref.namespace ? `${ref.namespace}/${ref.name}` : ref.name,
+        now,
+        reason,
+        `policy ${reason.toLowerCase()}; ${changed} binding(s) re-derived${matches}`,
+      );
+    }),
+  );
 }
 
 /**
- * Re-derives every binding's inherited placement and failover under the current policies. A placement
- * change makes the scheduler look at the binding again; a failover change takes effect at its next check.
+ * Re-derives the inherited placement and failover of the bindings under `prefixes` (derivationScope), or of
+ * every binding, under the current policies. A placement change makes the scheduler look at the binding
+ * again; a failover change takes effect at its next check. Answers how many changed, and how many of those
+ * read each policy (by policyKey) governs now.
  */
-export async function rederiveBindings(plane: ControlPlane): Promise<number> {
+export async function rederiveBindings(plane: ControlPlane, prefixes?: readonly string[]): Promise<{ changed: number; governing: Map<string, number> }> {
   const policies = await loadPropagationPolicies(plane, 0);
+  const governing = new Map<string, number>();
   let changed = 0;
   // Only the bindings whose derivation changes are kept from the listing (filtered as it is read).
-  const outdated = (value: BindingRecord) =>
-    JSON.stringify(governedSpec(value, ownSpec(value), policies)) !== JSON.stringify({ spec: value.spec, inheritedFrom: value.inheritedFrom });
-  for (const { id } of await plane.bindings.list(outdated)) {
+  const outdated = (value: BindingRecord) => {
+    const derived = governedSpec(value, ownSpec(value), policies);
+    if (derived.inheritedFrom) governing.set(policyKey(derived.inheritedFrom), (governing.get(policyKey(derived.inheritedFrom)) ?? 0) + 1);
+    return JSON.stringify(derived) !== JSON.stringify({ spec: value.spec, inheritedFrom: value.inheritedFrom });
+  };
+  const listed = prefixes ? await listByPrefixes(plane.bindings, prefixes, outdated) : await plane.bindings.list(outdated);
+  for (const { id } of listed) {
     let placementChanged = false;
     const { record } = await writeBinding<null>(plane, id, (current) => {
       if (!current) return keep(null);
@@ -153,7 +219,7 @@ export async function rederiveBindings(plane: ControlPlane): Promise<number> {
     await plane.events.append([bindingEvent(record, plane.clock.now(), 'PolicyApplied', source)]);
     if (placementChanged) await plane.scheduler.send({ binding: id });
   }
-  return changed;
+  return { changed, governing };
 }
 
 /** PropagationPolicies (all, or one namespace's) or ClusterPropagationPolicies, as the API shows them. */

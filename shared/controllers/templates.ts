@@ -16,6 +16,7 @@ import {
   templateReplicas,
 } from '../failover/templates';
 import { keep, mutate, write } from '../store/optimistic';
+import { type DocumentStore, listByPrefix } from '../store/ports';
 import type { TemplateRecord } from '../store/records';
 import { applyDerivedBinding, deleteBinding } from './bindings';
 import type { ControlPlane } from './ports';
@@ -253,18 +254,25 @@ async function deriveStored(
 }
 
 /**
- * After a policy is applied, changed or deleted: every template is derived again under the new policies.
- * Answers how many templates each policy (by policyKey) now claims.
+ * After a policy is applied, changed or deleted: the templates under `prefixes` (what the policy's versions
+ * can select: derivationScope), or every template, derived again under the new policies. Answers how many of
+ * them each policy (by policyKey) now claims.
  */
-export async function rederiveTemplates(plane: ControlPlane): Promise<Map<string, number>> {
+export async function rederiveTemplates(plane: ControlPlane, prefixes?: readonly string[]): Promise<Map<string, number>> {
   const policies = await loadPropagationPolicies(plane, 0);
-  const claims = await mapConcurrent(await plane.templates.list(), 16, async (entry) => {
+  const templates = prefixes ? await listByPrefixes(plane.templates, prefixes) : await plane.templates.list();
+  const claims = await mapConcurrent(templates, 16, async (entry) => {
     await deriveStored(plane, entry, entry.id, policies);
     return claimOf(entry.value, policies).claim;
   });
   const counts = new Map<string, number>();
   for (const claim of claims) if (claim) counts.set(policyKey(claim), (counts.get(policyKey(claim)) ?? 0) + 1);
   return counts;
+}
+
+/** The documents under any of `prefixes` (which cover none of each other), each once. */
+export async function listByPrefixes<T>(store: DocumentStore<T>, prefixes: readonly string[], where?: (value: T) => boolean) {
+  return (await Promise.all(prefixes.map((prefix) => listByPrefix(store, prefix, where)))).flat();
 }
 
 /** Deletes a template and the binding it derived (its waiting evictions end abandoned, with the reason). */

@@ -113,3 +113,40 @@ export function inherit(own: BindingSpec, policy: PropagationCandidate | undefin
   }
   return { spec, fields };
 }
+
+/**
+ * The stored objects a propagation-policy change can affect, as key prefixes (templates: `templateKey`,
+ * bindings: `bindingKey`); undefined: any. A PropagationPolicy selects only in its own namespace; a
+ * ClusterPropagationPolicy in the namespaces its selectors name, or anywhere (cluster-scoped kinds too) for
+ * a selector without one. Given every version of the policy (before and after the change), what it stops
+ * selecting and what it starts selecting are both in scope; the derivation then decides on each with every
+ * policy, so the scope only has to hold every object whose claim could change.
+ */
+export interface DerivationScope {
+  templates: string[] | undefined;
+  bindings: string[] | undefined;
+}
+
+export function derivationScope(versions: ReadonlyArray<PropagationCandidate>): DerivationScope {
+  const templates = new Set<string>();
+  const bindings = new Set<string>();
+  let anyBinding = false;
+  for (const policy of versions) {
+    const own = policy.kind === 'PropagationPolicy' ? (policy.namespace ?? 'default') : undefined;
+    for (const selector of policy.spec.resourceSelectors) {
+      if (own !== undefined && selector.namespace !== undefined && selector.namespace !== own) continue;
+      const namespace = own ?? selector.namespace;
+      const kindPrefix = `${selector.apiVersion.replace('/', '|')}|${selector.kind}|`;
+      templates.add(namespace === undefined ? kindPrefix : `${kindPrefix}${namespace}|${selector.name ?? ''}`);
+      if (namespace === undefined) anyBinding = true;
+      else bindings.add(`rb:${namespace}:`);
+    }
+  }
+  return { templates: withoutCovered(templates), bindings: anyBinding ? undefined : withoutCovered(bindings) };
+}
+
+/** The prefixes without those another one already covers. */
+function withoutCovered(prefixes: Set<string>): string[] {
+  const sorted = [...prefixes].sort();
+  return sorted.filter((prefix, i) => !sorted.slice(0, i).some((shorter) => prefix.startsWith(shorter)));
+}

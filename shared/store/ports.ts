@@ -19,6 +19,11 @@ export interface DocumentStore<T> {
    * that keeps a few documents never holds them all in memory.
    */
   list(where?: (value: T) => boolean): Promise<Array<Versioned<T> & { id: string }>>;
+  /**
+   * The documents whose id starts with `prefix` (and that `where` accepts), where the store can select them
+   * by key instead of reading every document; absent: callers list and filter (`listByPrefix`).
+   */
+  listPrefix?(prefix: string, where?: (value: T) => boolean): Promise<Array<Versioned<T> & { id: string }>>;
   /** Fails with ConcurrencyError when the id exists. */
   create(id: string, value: T): Promise<string>;
   /** Fails with ConcurrencyError when the stored version is not `etag` (or is gone). */
@@ -221,4 +226,10 @@ export interface EvictionLedger {
   getPacerState(): Promise<{ state: PacerState; etag?: string }>;
   /** Writes the pacer row with its ETag (create when absent); false when another writer was first. */
   putPacerState(state: PacerState, etag: string | undefined): Promise<boolean>;
+}
+
+/** The documents of `store` whose id starts with `prefix`: by key where the store can, else listed and filtered. */
+export async function listByPrefix<T>(store: DocumentStore<T>, prefix: string, where?: (value: T) => boolean): Promise<Array<Versioned<T> & { id: string }>> {
+  if (store.listPrefix) return store.listPrefix(prefix, where);
+  return (await store.list(where)).filter((entry) => entry.id.startsWith(prefix));
 }

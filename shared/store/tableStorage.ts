@@ -213,6 +213,18 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
     return this.buckets > 1 ? out.sort(byId) : out;
   }
 
+  /** One query over the row keys from `prefix` to the next prefix, in every bucket: only those documents are read. */
+  async listPrefix(prefix: string, where?: (value: T) => boolean): Promise<Array<Versioned<T> & { id: string }>> {
+    await this.ready();
+    const out: Array<Versioned<T> & { id: string }> = [];
+    const filter = `(${this.partitionFilter()}) and ${odata`RowKey ge ${prefix} and RowKey lt ${prefixEnd(prefix)}`}`;
+    for await (const entity of this.client.listEntities<Record<string, unknown>>({ queryOptions: { filter } })) {
+      const value = this.decode(entity);
+      if (!where || where(value)) out.push({ id: String(entity.rowKey), value, etag: String(entity.etag) });
+    }
+    return this.buckets > 1 ? out.sort(byId) : out;
+  }
+
   /** The documents whose flag is set: one query that returns only them. */
   async listFlagged(flag: F): Promise<Array<Versioned<T> & { id: string }>> {
     await this.ready();
@@ -511,4 +523,10 @@ export async function ensureTables(service: TableServiceClient): Promise<void> {
       }
     }),
   );
+}
+
+/** The first string after every string that starts with `prefix` (its last character moved one up). */
+function prefixEnd(prefix: string): string {
+  if (prefix === '') return '\uffff';
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
 }

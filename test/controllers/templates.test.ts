@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { executeEviction } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
 import { deletePropagationPolicy } from '../../shared/controllers/propagationPolicies';
@@ -218,6 +218,55 @@ describe('resource templates and the detector', () => {
     expect(stringified).not.toContain('plain-secret');
     expect((await m.templates.list())[0].value.manifest.data).toEqual({ password: 'c2VjcmV0LXZhbHVl' });
     expect((await listTemplates(m.plane))[0].data).toEqual({ password: '(redacted)' });
+  });
+
+  it('a policy change derives what its versions can select: its namespace read by key, no other template or binding read or written', async () => {
+    const m = memoryPlane();
+    const inNamespace = (namespace: string, placement: string[]) => ({
+      ...policy('web', [{ apiVersion: 'apps/v1', kind: 'Deployment' }], { placement: { clusterAffinity: { clusterNames: placement } } }),
+      metadata: { name: 'web', namespace },
+    });
+    await apply(m, [
+      cluster('m1'),
+      cluster('m2'),
+      deployment('web', 1, {}, 'team-a'),
+      deployment('api', 1, {}, 'team-a'),
+      deployment('web', 1, {}, 'team-b'),
+      inNamespace('team-a', ['m1']),
+      inNamespace('team-b', ['m1']),
+    ]);
+    const teamB = (await m.bindings.get('rb:team-b:web-deployment'))!;
+    const listed = [vi.spyOn(m.templates, 'list'), vi.spyOn(m.bindings, 'list')];
+    const events = (await m.events.all()).length;
+    await apply(m, [inNamespace('team-a', ['m2'])]);
+    expect(listed.map((spy) => spy.mock.calls.length)).toEqual([0, 0]);
+    for (const name of ['web', 'api']) expect((await stored(m, `rb:team-a:${name}-deployment`))!.spec.placement?.clusterAffinity?.clusterNames).toEqual(['m2']);
+    expect((await m.bindings.get('rb:team-b:web-deployment'))!.etag).toBe(teamB.etag);
+    const said = (await m.events.all()).slice(events).find((e) => e.reason === 'Configured' && e.name === 'team-a/web');
+    expect(said?.message).toMatch(/; it claims 2 resource template\(s\)$/);
+    // Both namespaces' policies in one request: one derivation over both, each binding written once.
+    const writes = vi.spyOn(m.bindings, 'replace');
+    await apply(m, [inNamespace('team-a', ['m1']), inNamespace('team-b', ['m2'])]);
+    expect(writes.mock.calls.map(([id]) => id).sort()).toEqual(['rb:team-a:api-deployment', 'rb:team-a:web-deployment', 'rb:team-b:web-deployment']);
+    expect((await stored(m, 'rb:team-b:web-deployment'))!.spec.placement?.clusterAffinity?.clusterNames).toEqual(['m2']);
+  });
+
+  it('a ClusterPropagationPolicy narrowed to another namespace releases what it no longer selects and claims the rest', async () => {
+    const m = memoryPlane();
+    const wide = (namespace: string) =>
+      policy(
+        'wide',
+        [{ apiVersion: 'apps/v1', kind: 'Deployment', namespace }],
+        { placement: { clusterAffinity: { clusterNames: ['m1'] } } },
+        'ClusterPropagationPolicy',
+      );
+    await apply(m, [cluster('m1'), deployment('web', 1, {}, 'x'), deployment('web', 1, {}, 'y'), wide('x')]);
+    expect((await stored(m, 'rb:x:web-deployment'))!.inheritedFrom?.name).toBe('wide');
+    expect(await stored(m, 'rb:y:web-deployment')).toBeUndefined();
+    await apply(m, [wide('y')]);
+    expect((await stored(m, 'rb:y:web-deployment'))!.inheritedFrom?.name).toBe('wide');
+    const released = (await m.templates.list()).find((t) => t.value.namespace === 'x')!;
+    expect(Object.keys(released.value.labels)).not.toContain('clusterpropagationpolicy.karmada.io/name');
   });
 
   it('a template no policy matches is stored, unclaimed, with no binding', async () => {

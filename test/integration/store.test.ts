@@ -69,6 +69,20 @@ describe('TableDocumentStore on Azurite', () => {
     expect((await client.getEntity('~layout', 'doc')).moved).toBe(150);
   });
 
+  it('lists by key prefix across buckets: the documents under it and no other, sorted, filtered as read', async () => {
+    await env.storage.tableService().createTable('prefixed');
+    const client = env.storage.table('prefixed');
+    const store = new TableDocumentStore<{ n: number }>(client, 'doc', undefined, 4);
+    const ids = ['rb:a:x', 'rb:a:y', 'rb:ab:z', 'rb:b:x', 'crb:x', 'rb:a'];
+    await store.upsertMany(ids.map((id, n) => ({ id, value: { n } })));
+    await new TableDocumentStore(client, 'other').create('rb:a:other', { n: -1 });
+    expect((await store.listPrefix('rb:a:')).map((e) => e.id)).toEqual(['rb:a:x', 'rb:a:y']);
+    expect((await store.listPrefix('rb:a')).map((e) => e.id)).toEqual(['rb:a', 'rb:a:x', 'rb:a:y', 'rb:ab:z']);
+    expect((await store.listPrefix('rb:a:', (v) => v.n > 0)).map((e) => e.id)).toEqual(['rb:a:y']);
+    expect((await store.listPrefix('')).length).toBe(ids.length);
+    expect(await store.listPrefix('zz')).toEqual([]);
+  });
+
   it('writes nothing while a bucketed kind is empty (starting or reading is not a change to storage); its first write records the layout', async () => {
     await env.storage.tableService().createTable('bucketedempty');
     const client = env.storage.table('bucketedempty');

@@ -58,6 +58,16 @@ export class MemoryDocumentStore<T, F extends string = never> implements Flagged
     );
   }
 
+  listPrefix(prefix: string, where?: (value: T) => boolean): Promise<Array<Versioned<T> & { id: string }>> {
+    return this.faults.run('list', [], false, () =>
+      [...this.docs.keys()]
+        .filter((id) => id.startsWith(prefix))
+        .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+        .map((id) => ({ id, value: JSON.parse(this.docs.get(id)!.json) as T, etag: this.docs.get(id)!.etag }))
+        .filter((entry) => !where || where(entry.value)),
+    );
+  }
+
   create(id: string, value: T): Promise<string> {
     return this.faults.run('create', [id, value], true, () => {
       const json = encode(id, value);
