@@ -336,6 +336,17 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
       const [from, to] = [Math.floor(evicted * 0.1), Math.floor(evicted * 0.9)];
       const steadyRate = to - from > 1 ? (to - from) / ((times[to] - times[from]) / 1000) : 0;
       const idlePerSecond = idle.requestsPerMinute / 60;
+      // What users feel: from the request that failed the clusters to each one's first eviction executed.
+      const firstByCluster = failed
+        .map((name) => Math.min(...done.filter((row) => row.record.cluster === name).map((row) => Date.parse(row.record.executedAt ?? '') || Infinity)))
+        .filter(Number.isFinite)
+        .map((t) => (t - failedAtMs) / 1000)
+        .sort((a, b) => a - b);
+      const firstEviction = {
+        seconds: firstByCluster.length ? round(firstByCluster[0], 2) : null,
+        perClusterMedianSeconds: firstByCluster.length ? round(firstByCluster[Math.floor((firstByCluster.length - 1) / 2)], 2) : null,
+        perClusterSeconds: firstByCluster.map((t) => round(t, 2)),
+      };
       return {
         clusters,
         bindings,
@@ -357,6 +368,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
           busyMs: planningBusyMs,
           breakdown: planningBreakdown,
         },
+        firstEviction,
         evictions: {
           configured: rate,
           evicted,

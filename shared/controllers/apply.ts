@@ -53,7 +53,7 @@ export function objectsTooLargeToStore(
 
 /**
  * POST /api/apply: validated objects; the app's own kinds in the order given (consecutive Clusters several at
- * a time), then the resource templates, several at a time (each is claimed by the policies as they stand
+ * a time, every propagation policy at the first one's place), then the resource templates, several at a time (each is claimed by the policies as they stand
  * after the request's own policies, so a template and its policy in one request derive the binding once).
  * Consecutive bindings go together (`applyBindings`). Results in the order given.
  */
@@ -90,17 +90,16 @@ export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]
       run.forEach((i, k) => (actions[i] = applied[k]));
       index += run.length - 1;
     } else if (isPropagationPolicy(item)) {
-      // Consecutive policies are stored, then derived once together (a request of many policies derives
-      // each template and binding they affect once, not once per policy).
-      let end = index + 1;
-      while (end < objects.length && isPropagationPolicy(objects[end])) end++;
-      const run = Array.from({ length: end - index }, (_, k) => index + k);
+      // Every policy of the request is stored here, then derived once together: a request of many policies
+      // derives each template and binding they affect once, not once per policy. Where the request puts them
+      // does not change the outcome: a binding applied before a policy is derived again under it.
+      if (actions[index] !== undefined) continue;
+      const run = objects.flatMap((object, i) => (i >= index && isPropagationPolicy(object) ? [i] : []));
       const applied = await applyPropagationPolicies(
         plane,
         run.map((i) => (objects[i] as AppliedPolicy).object),
       );
       run.forEach((i, k) => (actions[i] = applied[k]));
-      index = end - 1;
     } else if (item.kind === 'Cluster') {
       // Consecutive Clusters go side by side, as their health reports would: several failing at once start
       // their taint evaluation and planning together (a request names an object once: decode refuses twice).

@@ -251,6 +251,23 @@ describe('resource templates and the detector', () => {
     expect((await stored(m, 'rb:team-b:web-deployment'))!.spec.placement?.clusterAffinity?.clusterNames).toEqual(['m2']);
   });
 
+  it("a request's policies are derived once together wherever the request puts them, and every object's result keeps its place", async () => {
+    const m = memoryPlane();
+    const inNamespace = (namespace: string) => ({ ...policy('web', [{ apiVersion: 'apps/v1', kind: 'Deployment' }]), metadata: { name: 'web', namespace } });
+    await apply(m, [cluster('m1')]);
+    const prefixReads = vi.spyOn(m.templates, 'listPrefix');
+    const results = await apply(m, [inNamespace('a'), deployment('web', 1, {}, 'a'), inNamespace('b'), deployment('web', 1, {}, 'b')]);
+    expect(results.map((r) => `${r.kind}:${r.action}`)).toEqual([
+      'PropagationPolicy:created',
+      'Deployment:created',
+      'PropagationPolicy:created',
+      'Deployment:created',
+    ]);
+    // One derivation over both policies' namespaces (one prefix read each), not one per policy.
+    expect(prefixReads.mock.calls.map(([prefix]) => prefix).sort()).toEqual(['apps|v1|Deployment|a|', 'apps|v1|Deployment|b|']);
+    for (const namespace of ['a', 'b']) expect((await stored(m, `rb:${namespace}:web-deployment`))!.inheritedFrom).toMatchObject({ namespace, name: 'web' });
+  });
+
   it('a ClusterPropagationPolicy narrowed to another namespace releases what it no longer selects and claims the rest', async () => {
     const m = memoryPlane();
     const wide = (namespace: string) =>
