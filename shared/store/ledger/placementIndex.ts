@@ -6,22 +6,18 @@ import type { VersionedPlacement } from './journal';
 import { CLUSTER_ROWS, clusterPartition, clusterRange, EVICTION, PLACEMENT, PLACEMENT_ROWS, rowRange } from './keys';
 import { queryAll, statusOf, submit, submitUnlessConflict } from './transactions';
 
-/** Partitions written at once by `createPlacements` and `upsertPlacements`: a write across the fleet is mostly single rows of many partitions. */
+/** Partitions written at once by `createPlacements`: a bulk apply across the fleet is mostly single rows of many partitions. */
 const CREATE_CONCURRENCY = 32;
 
 /** The placement index: one `b:<binding>` row per (cluster, binding) placed, in the binding's cluster shard. */
 export class TablePlacementIndex {
   constructor(private readonly client: TableClient) {}
 
-  /**
-   * Upserts placement rows, batched per cluster partition (a bulk import costs one request per 100). A
-   * snapshot across a fleet (a first sync) is mostly partitions of one or two rows: many go at once.
-   */
+  /** Upserts placement rows, batched per cluster partition (a bulk import costs one request per 100). */
   async upsertPlacements(rows: PlacementFacts[]): Promise<void> {
     await submit(
       this.client,
       rows.map((row) => ['upsert', placementEntity(row), 'Replace']),
-      CREATE_CONCURRENCY,
     );
   }
 
