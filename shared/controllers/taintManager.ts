@@ -37,26 +37,43 @@ export interface PlanOutcome {
 }
 
 export async function manageCluster(plane: ControlPlane, name: string): Promise<PlanOutcome> {
+  const { outcome, recorded } = await planningPass(plane, name);
+  await recorded;
+  return outcome;
+}
+
+/**
+ * A planning pass whose EvictionsEnqueued event may still be on its way (`recorded`): the pacer pass that
+ * follows planning starts as soon as the rows are stored, beside the event's write.
+ */
+interface PlanningPass {
+  outcome: PlanOutcome;
+  recorded: Promise<void>;
+}
+
+async function planningPass(plane: ControlPlane, name: string): Promise<PlanningPass> {
   return inSpan('taintManager.plan', { attributes: { [ATTR.cluster]: name } }, async () => {
-    const outcome = await planCluster(plane, name);
+    const { outcome, recorded } = await planCluster(plane, name);
     annotate({
       [ATTR.outcome]: outcome.faulty ? 'planned' : 'recovered',
       [ATTR.count]: outcome.planned,
       'failover.tolerated': outcome.tolerated,
       'failover.abandoned': outcome.abandoned,
     });
-    return outcome;
+    // Awaited by whoever takes the pass; never left rejected and unheard.
+    void recorded.catch(() => undefined);
+    return { outcome, recorded };
   });
 }
 
-async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutcome> {
+async function planCluster(plane: ControlPlane, name: string): Promise<PlanningPass> {
   const now = plane.clock.now();
   const cluster = await plane.clusters.get(name);
   const faultyTaints = cluster?.value.taints.filter(isFaultyTaint) ?? [];
   // The failure's trace, as the taint's write recorded it (the same whether its message or the resync plans);
   // one recorded for an earlier episode (taints someone else changed, as Karmada can) is not this failure's.
-  const recorded = cluster?.value.faultTraceSince === episodeStart(faultyTaints) ? cluster?.value.faultTraceparent : undefined;
-  const traceparent = recorded ?? currentTraceCarrier().traceparent;
+  const faultTrace = cluster?.value.faultTraceSince === episodeStart(faultyTaints) ? cluster?.value.faultTraceparent : undefined;
+  const traceparent = faultTrace ?? currentTraceCarrier().traceparent;
   // The fleet summary agrees with what is planned on (idempotent: repairs a note lost to a crash between
   // the cluster's write and the summary's, within the 30 s resync rather than the minute recount).
   if (cluster) await noteFleetChange(plane, name, { faulty: faultyTaints.length > 0, unhealthy: isUnhealthyCluster(cluster.value) });
@@ -65,7 +82,7 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
     // A drain's rows are not the taint manager's: they end with an uncordon, not with a recovery. Nor are
     // failbacks (they leave a healthy cluster for a home that is healthy again: failback.ts decides them).
     const abandoned = await abandonEvictions(plane, name, why, (record) => record.reason !== DRAIN_REASON && record.reason !== FAILBACK_REASON);
-    return { cluster: name, faulty: false, planned: 0, tolerated: 0, alreadyDecided: 0, abandoned };
+    return { outcome: { cluster: name, faulty: false, planned: 0, tolerated: 0, alreadyDecided: 0, abandoned }, recorded: Promise.resolve() };
   }
   // A failure episode starts with its earliest faulty taint; ended rows from before it may be decided anew.
   const episodeBegan = episodeStart(faultyTaints)!;
@@ -102,10 +119,11 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
     const waiting = before && ACTIVE_STATES.includes(before.record.state);
     rows.push({ replaceEtag: before?.etag, change: waiting ? supersede(record, before.record) : plan(record, before?.record) });
   }
+  let recorded = Promise.resolve();
   if (rows.length > 0) {
     await planRows(plane, rows);
     const dues = rows.map((r) => r.change.record.dueAt).sort();
-    await plane.events.append([
+    recorded = plane.events.append([
       clusterEvent(
         name,
         now,
@@ -122,7 +140,7 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanOutco
     ]);
     plane.log.info('evictions enqueued', { cluster: name, count: rows.length, tolerated });
   }
-  return { cluster: name, faulty: true, planned: rows.length, tolerated, alreadyDecided, abandoned: 0 };
+  return { outcome: { cluster: name, faulty: true, planned: rows.length, tolerated, alreadyDecided, abandoned: 0 }, recorded };
 }
 
 /**
@@ -187,13 +205,13 @@ export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned
   // the tickets are taken before any is awaited, and through the same passes nothing runs twice at once.
   const ticketOf = <T>(pass: SharedPass<T>) => ({ pass, ticket: pass.ticket() });
   const retry = ticketOf(sharedPassesOf(plane).retryBlocked);
-  for (const { pass, ticket } of [...faulty].map((name) => ticketOf(planPassOf(plane, name)))) planned += (await pass.after(ticket)).planned;
+  for (const { pass, ticket } of [...faulty].map((name) => ticketOf(planPassOf(plane, name)))) planned += (await settled(pass.after(ticket))).planned;
   const active = await plane.ledger.scanEvictions({ states: ['pending', 'scheduled'] });
   // A failback's row lives on a healthy cluster by design: no recovery to look for there.
   for (const cluster of new Set(active.filter((r) => r.record.reason !== FAILBACK_REASON).map((r) => r.record.cluster))) {
     if (faulty.has(cluster)) continue;
     const plan = planPassOf(plane, cluster);
-    abandoned += (await plan.after(plan.ticket())).abandoned;
+    abandoned += (await settled(plan.after(plan.ticket()))).abandoned;
   }
   const retried = await retry.pass.after(retry.ticket);
   // Failback's safety net (at most once a minute): what a lost message missed, a window edited, entries to drop.
@@ -251,8 +269,9 @@ export async function handleTaintManagerMessage(
   const retryTicket = passes.retryBlocked.ticket();
   const listingTicket = passes.awaitingFailback.ticket();
   const plan = planPassOf(plane, message.cluster);
-  const outcome = await plan.after(plan.ticket());
+  const { outcome, recorded } = await plan.after(plan.ticket());
   const after = afterPlan?.(outcome);
+  await recorded;
   try {
     if (message.reason === 'taints-changed') await passes.retryBlocked.after(retryTicket);
     // The cluster's healthy run began or ended (the cluster write sends `taints-changed`, or `resync` when only
@@ -274,7 +293,7 @@ export async function handleTaintManagerMessage(
 interface TaintManagerPasses {
   retryBlocked: SharedPass<number>;
   awaitingFailback: SharedPass<Array<Versioned<BindingRecord> & { id: string }>>;
-  plans: Map<string, SharedPass<PlanOutcome>>;
+  plans: Map<string, SharedPass<PlanningPass>>;
 }
 const passesByPlane = new PlaneState<TaintManagerPasses>('taintManagerPasses');
 
@@ -291,9 +310,16 @@ function sharedPassesOf(plane: ControlPlane): TaintManagerPasses {
   return passes;
 }
 
-function planPassOf(plane: ControlPlane, cluster: string): SharedPass<PlanOutcome> {
+/** A pass's outcome once its event is written. */
+async function settled(pass: Promise<PlanningPass>): Promise<PlanOutcome> {
+  const { outcome, recorded } = await pass;
+  await recorded;
+  return outcome;
+}
+
+function planPassOf(plane: ControlPlane, cluster: string): SharedPass<PlanningPass> {
   const { plans } = sharedPassesOf(plane);
   let pass = plans.get(cluster);
-  if (!pass) plans.set(cluster, (pass = new SharedPass(() => manageCluster(plane, cluster))));
+  if (!pass) plans.set(cluster, (pass = new SharedPass(() => planningPass(plane, cluster))));
   return pass;
 }

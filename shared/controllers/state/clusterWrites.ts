@@ -120,13 +120,18 @@ export async function updateCluster<R>(
   );
   const { value, record, changes, events } = outcome.result;
   if (fleetChanged) forgetFleet(plane, name, record);
-  if (events.length > 0) await plane.events.append(events);
-  // The guard's places follow the policies' holds; shadow policies' findings are recorded.
-  if (policyEffects) await recordPolicyEffects(plane, policyEffects, plane.clock.now());
-  // The maintained fleet summary: a new cluster, one that became faulty, unhealthy or recovered, or a change
-  // the fleet views hold (every process's next placement lists the fleet again).
-  if (outcome.etag !== undefined && (created || faultyChanged || unhealthyChanged || fleetChanged))
-    await noteFleetChange(plane, name, { created, faulty: faultyNow, unhealthy: unhealthyNow, viewChanged: fleetChanged });
+  // What follows the write goes side by side (none reads what another writes): the events; the guard's
+  // places, which follow the policies' holds, and the shadow policies' findings; the maintained fleet
+  // summary, for a new cluster, one that became faulty, unhealthy or recovered, or a change the fleet views
+  // hold (every process's next placement lists the fleet again).
+  const effects = policyEffects;
+  await Promise.all([
+    events.length > 0 ? plane.events.append(events) : undefined,
+    effects ? recordPolicyEffects(plane, effects, plane.clock.now()) : undefined,
+    outcome.etag !== undefined && (created || faultyChanged || unhealthyChanged || fleetChanged)
+      ? noteFleetChange(plane, name, { created, faulty: faultyNow, unhealthy: unhealthyNow, viewChanged: fleetChanged })
+      : undefined,
+  ]);
   if (changes.length > 0) annotate({ [ATTR.cluster]: name, [ATTR.taint]: changes.map((c) => `${c.action} ${c.taint.key}:${c.taint.effect}`).join(', ') });
   for (const c of changes) {
     plane.log.info(`taint ${c.action}`, {
