@@ -17,6 +17,7 @@ import { errorFields, StateChanges } from '../telemetry/log';
 import { reportWorkloadStatus } from './applicationFailover';
 import { sweepBinding } from './gracefulEviction';
 import { paceAndRunFirst } from './paceAndRun';
+import { announcePassHere } from './pacer';
 import type { ControlPlane, IndexedPlacement, KarmadaConnection, KarmadaPorts, SyncCursor } from './ports';
 import { placementsOf } from './state/bindingWrites';
 import { fleetClusters, forgetFleet, forgetPropagationPolicies, forgetTaintPolicies, noteWatchedCluster, watchingClusters } from './state/reads';
@@ -104,13 +105,20 @@ async function evaluateNow(plane: ControlPlane, object: KubeObject, run: SyncRun
     if (!changes.some((c) => isFaultyTaint(c.taint))) return;
     const evaluatedMs = took();
     let plannedMs = 0;
-    // Paced as soon as the cluster is planned, beside the rest of the pass (blocked rows, failbacks home).
-    const outcome = await handleTaintManagerMessage(plane, { cluster: name, reason: 'taints-changed' }, async ({ planned }) => {
-      plannedMs = took();
-      // Run here until the watch's deadline: a failure seen late in a watch still gets its first evictions at
-      // once, and the invocation may end up to a second or two late (the timer ticks every second).
-      if (planned > 0) await paceAndRunFirst(plane, { until: run.deadline, later: (work) => run.later(work) });
-    });
+    // Announced before planning: a timer tick meanwhile leaves the new rows to the pass that follows it.
+    const release = announcePassHere(plane);
+    let outcome;
+    try {
+      // Paced as soon as the cluster is planned, beside the rest of the pass (blocked rows, failbacks home).
+      outcome = await handleTaintManagerMessage(plane, { cluster: name, reason: 'taints-changed' }, async ({ planned }) => {
+        plannedMs = took();
+        // Run here until the watch's deadline: a failure seen late in a watch still gets its first evictions
+        // at once, and the invocation may end up to a second or two late (the timer ticks every second).
+        if (planned > 0) await paceAndRunFirst(plane, { until: run.deadline, later: (work) => run.later(work) });
+      });
+    } finally {
+      release();
+    }
     plane.log.debug('inline taint evaluation', { cluster: name, evaluatedMs, planned: outcome.planned, plannedMs, pacedMs: took() });
   } catch (error) {
     plane.log.warn('inline taint evaluation failed: the evaluation message takes it', { cluster: name, ...errorFields(error) });

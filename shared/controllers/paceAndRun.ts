@@ -1,6 +1,6 @@
 import { errorFields } from '../telemetry/log';
 import { executeEvictionBatch } from './evictionWorker';
-import { paceAfterPlanning } from './pacer';
+import { announcePassHere, paceAfterPlanning } from './pacer';
 import type { ControlPlane, EvictionBatch } from './ports';
 import { refreshPolicyStatuses } from './taintPolicies';
 
@@ -22,6 +22,15 @@ export interface RunHereOptions {
  * begins, where the 5 s round alone could miss an episode shorter than itself (kubectl wait would never see it).
  */
 export async function paceAndRunFirst(plane: ControlPlane, options: RunHereOptions = {}): Promise<void> {
+  const release = announcePassHere(plane);
+  try {
+    await paceAndRun(plane, options);
+  } finally {
+    release();
+  }
+}
+
+async function paceAndRun(plane: ControlPlane, options: RunHereOptions): Promise<void> {
   const started: Array<Promise<unknown>> = [];
   const later = options.later ?? ((work: Promise<unknown>) => void started.push(work));
   later(

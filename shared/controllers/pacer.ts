@@ -1,3 +1,4 @@
+import { PlaneState } from '../cache';
 import type { EvictionRecord } from '../failover/bindingModel';
 import { bypassesGate } from '../failover/drain';
 import { assignSlots, directStartLeads, earliestSlot, slotHorizon, SlotLeads } from '../failover/evictionDecision';
@@ -82,6 +83,28 @@ export interface PacerOutcome {
 /** Pacer passes after planning: another pass that wrote the pacer's row first (the timer) may not have seen the new rows. */
 const PACE_ATTEMPTS = 3;
 
+/** Per process: how many passes that run their first evictions themselves are on their way (planning, then pacing). */
+const passesHere = new PlaneState<{ count: number }>('pacerPassesHere');
+
+/**
+ * Announces a pacer pass whose first evictions its caller will run itself, from before the rows it follows
+ * are planned until it is done (call the returned function then). Meanwhile this process's timer ticks hand
+ * out no slots: a tick that won the pacer's row would give the new rows the queue's lead (a second and a
+ * half) instead of the caller's, and the pass that follows planning paces every due row anyway.
+ */
+export function announcePassHere(plane: ControlPlane): () => void {
+  const passes = passesHere.of(plane, () => ({ count: 0 }));
+  passes.count++;
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    passes.count--;
+  };
+}
+
+const passHereAnnounced = (plane: ControlPlane) => (passesHere.get(plane)?.count ?? 0) > 0;
+
 /**
  * A pacer pass right after rows were planned, instead of waiting up to a second for the timer's tick. It is
  * the pass the timer runs, ETag-guarded on the pacer's row, so two passes never hand out the same slot. One
@@ -100,6 +123,7 @@ export async function paceAfterPlanning(plane: ControlPlane, options: PacerOptio
 
 export async function runPacer(plane: ControlPlane, options: PacerOptions = {}): Promise<PacerOutcome> {
   const leads = options.runHere ? directStartLeads(SLOT_LEADS, RUN_HERE_LEAD_MS) : SLOT_LEADS;
+  const yieldsToPassHere = () => !options.runHere && passHereAnnounced(plane);
   const now = plane.clock.now();
   const nowMs = now.getTime();
   const [{ state, etag }, recent] = await Promise.all([plane.ledger.getPacerState(), currentFleetHealth(plane)]);
@@ -110,7 +134,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   // draining clusters' rows and leaves every other row where it is.
   const gateOff = !plane.config.failoverEnabled;
   const draining = new Set(state.draining);
-  const held = gateOff && draining.size === 0 ? 'gate' : state.paused ? 'paused' : nextSlotAt > horizon ? 'busy' : undefined;
+  const held = gateOff && draining.size === 0 ? 'gate' : state.paused ? 'paused' : nextSlotAt > horizon || yieldsToPassHere() ? 'busy' : undefined;
   // Candidates in due order: due groups (one per cluster shard and due time) say which clusters have rows
   // due when; one range query per (due time, cluster) then reads those rows across the cluster's shards.
   // A pass right after planning has rows to hand out: the fresh fleet view and the budgets are read beside
@@ -222,6 +246,8 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
     horizon + (handedOutAt - nowMs),
   );
   const next: PacerState = { ...base, nextSlotAt: new Date(nextFreeSlot).toISOString() };
+  // Checked again right before the claim: a pass here may have been announced while this one read.
+  if (slots.length > 0 && yieldsToPassHere()) return { tier: health.tier, rate: health.rate, scheduled: 0, skipped: 'busy' };
   if (slots.length > 0 || healthChanged) {
     if (!(await plane.ledger.putPacerState(next, etag))) return { tier: health.tier, rate: health.rate, scheduled: 0, skipped: 'conflict' };
     await noteTier(plane, state, next);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { executeEviction } from '../../shared/controllers/evictionWorker';
-import { runPacer } from '../../shared/controllers/pacer';
+import { announcePassHere, runPacer } from '../../shared/controllers/pacer';
 import type { EvictionMessage } from '../../shared/controllers/ports';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
@@ -107,5 +107,24 @@ describe('pacer slots: one contiguous series across ticks and messages', () => {
     expect(slots).toHaveLength(33);
     // 4.75 s was out of reach at 4 s (a message needs up to a second): the series went on from 5 s.
     expect(gaps(slots).filter((gap) => gap !== INTERVAL_MS)).toEqual([2 * INTERVAL_MS]);
+  });
+});
+
+describe('a pass that runs its first evictions itself', () => {
+  it('is not overtaken by a timer tick: while it is announced, ticks hand out no slots; after, they pace again', async () => {
+    const m = await failedCluster();
+    const release = announcePassHere(m.plane);
+    // The timer's tick while a pass here is on its way: busy, nothing scheduled, nothing sent.
+    expect(await runPacer(m.plane)).toMatchObject({ scheduled: 0, skipped: 'busy' });
+    expect(m.evictions.messages()).toEqual([]);
+    // The pass itself is not held by its own announcement.
+    const here: number[] = [];
+    const outcome = await runPacer(m.plane, { runHere: (batch) => (here.push(batch.evictions.length), true) });
+    expect(outcome.scheduled).toBeGreaterThan(0);
+    expect(here.length).toBeGreaterThan(0);
+    release();
+    release();
+    m.clock.advance(1000);
+    expect((await runPacer(m.plane)).skipped).not.toBe('busy');
   });
 });
