@@ -406,8 +406,9 @@ async function bindingChanged(
   const record = withPolicySettings(toBindingRecord(object, kind), await policySettings(plane));
   // Karmada rewrites a binding many times while it fails over (status, Works, its scheduler's results): a
   // version that leaves the placement rows as they are writes nothing and sends the taint manager nothing.
-  const placed = indexed?.value.facts !== undefined && indexed.value.facts === placementDigest(record);
-  if (!placed) await indexPlacements(plane, karmada, key, record, object.metadata.resourceVersion ?? '', indexed);
+  const facts = placementDigest(record);
+  const placed = indexed?.value.facts === facts;
+  if (!placed) await indexPlacements(plane, karmada, key, record, { resourceVersion: object.metadata.resourceVersion ?? '', facts }, indexed);
   await followUp(plane, key, record, notifyTaintManager && !placed, object.metadata.resourceVersion);
 }
 
@@ -446,7 +447,8 @@ async function indexPlacements(
   karmada: KarmadaPorts,
   key: string,
   record: BindingRecord,
-  resourceVersion: string,
+  /** The binding version's resourceVersion and its placementDigest. */
+  version: { resourceVersion: string; facts: string },
   indexed: Versioned<IndexedPlacement> | undefined,
 ): Promise<void> {
   const now = (record.spec.clusters ?? []).map((c) => c.name);
@@ -454,7 +456,7 @@ async function indexPlacements(
   if (rows.length > 0) await plane.ledger.upsertPlacements(rows);
   const left = (indexed?.value.clusters ?? []).filter((c) => !now.includes(c));
   await Promise.all(left.map((cluster) => plane.ledger.removePlacement(cluster, key, record.rev)));
-  const value: IndexedPlacement = { clusters: now, resourceVersion, facts: placementDigest(record) };
+  const value: IndexedPlacement = { clusters: now, ...version };
   try {
     if (indexed) await karmada.placements.replace(key, value, indexed.etag);
     else await karmada.placements.create(key, value);

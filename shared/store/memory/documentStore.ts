@@ -50,22 +50,20 @@ export class MemoryDocumentStore<T, F extends string = never> implements Flagged
   }
 
   list(where?: (value: T) => boolean): Promise<Array<Versioned<T> & { id: string }>> {
-    return this.faults.run('list', [], false, () =>
-      [...this.docs.keys()]
-        .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-        .map((id) => ({ id, value: JSON.parse(this.docs.get(id)!.json) as T, etag: this.docs.get(id)!.etag }))
-        .filter((entry) => !where || where(entry.value)),
-    );
+    return this.faults.run('list', [], false, () => this.read(() => true, where));
   }
 
   listPrefix(prefix: string, where?: (value: T) => boolean): Promise<Array<Versioned<T> & { id: string }>> {
-    return this.faults.run('list', [], false, () =>
-      [...this.docs.keys()]
-        .filter((id) => id.startsWith(prefix))
-        .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
-        .map((id) => ({ id, value: JSON.parse(this.docs.get(id)!.json) as T, etag: this.docs.get(id)!.etag }))
-        .filter((entry) => !where || where(entry.value)),
-    );
+    return this.faults.run('list', [], false, () => this.read((id) => id.startsWith(prefix), where));
+  }
+
+  /** The documents whose id `selects` and whose value `where` accepts, by id. */
+  private read(selects: (id: string) => boolean, where?: (value: T) => boolean): Array<Versioned<T> & { id: string }> {
+    return [...this.docs.keys()]
+      .filter(selects)
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      .map((id) => ({ id, value: JSON.parse(this.docs.get(id)!.json) as T, etag: this.docs.get(id)!.etag }))
+      .filter((entry) => !where || where(entry.value));
   }
 
   create(id: string, value: T): Promise<string> {
