@@ -22,7 +22,7 @@ import type { ControlPlane, IndexedPlacement, KarmadaConnection, KarmadaPorts, S
 import { placementsOf } from './state/bindingWrites';
 import { fleetClusters, forgetFleet, forgetPropagationPolicies, forgetTaintPolicies, noteWatchedCluster, watchingClusters } from './state/reads';
 import { evaluateCluster, fanOutEvaluations } from './taintEvaluation';
-import { handleTaintManagerMessage } from './taintManager';
+import { handleTaintManagerMessage, type PlanOutcome } from './taintManager';
 
 /**
  * Change detection against the Karmada API server, shaped for Functions: one bounded invocation (a timer)
@@ -107,7 +107,7 @@ async function evaluateNow(plane: ControlPlane, object: KubeObject, run: SyncRun
     let plannedMs = 0;
     // Announced before planning: a timer tick meanwhile leaves the new rows to the pass that follows it.
     const release = announcePassHere(plane);
-    let outcome;
+    let outcome: PlanOutcome;
     try {
       // Paced as soon as the cluster is planned, beside the rest of the pass (blocked rows, failbacks home).
       outcome = await handleTaintManagerMessage(plane, { cluster: name, reason: 'taints-changed' }, async ({ planned }) => {

@@ -127,12 +127,15 @@ export function noteWatchedCluster(plane: ControlPlane, name: string, record: Cl
   const unhealthy = (view.unhealthy ?? []).filter((n) => n !== name);
   if (record) {
     clusters.push(clusterCandidate(record));
-    clusters.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    clusters.sort(byClusterName);
     if (isUnhealthyCluster(record)) unhealthy.push(name);
   }
   // Aged from its listing: the safety net stays.
   fleetCache.replace(plane, { version: 0, clusters, unhealthy });
 }
+
+/** Views keep their clusters in name order. */
+const byClusterName = (a: CandidateCluster, b: CandidateCluster) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 const refreshes = new PlaneState<{ version: number; done: Promise<CandidateCluster[]> }>('fleetRefreshes');
 
@@ -155,7 +158,7 @@ async function refreshView(
         if (read) byName.set(name, clusterCandidate(read.value));
         else byName.delete(name);
       });
-      const clusters = [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      const clusters = [...byName.values()].sort(byClusterName);
       // Still aged from its listing: the 30 s safety net stays.
       fleetCache.replace(plane, { version, clusters });
       return clusters;
