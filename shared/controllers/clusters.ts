@@ -226,7 +226,7 @@ export async function reportClusterStatus(
   // A due heartbeat is written on the version this process holds, with no read first (a stale one fails
   // its ETag and is decided again on a fresh read).
   const listed = recent?.etag ? { value: recent.record, etag: recent.etag } : undefined;
-  const outcome = await updateCluster(plane, name, applyReport, undefined, listed);
+  const outcome = await updateCluster(plane, name, applyReport, undefined, { listed });
   if (outcome.record) accepted(outcome.record, outcome.etag);
   return { record: outcome.record!, etag: outcome.etag, transitioned };
 }

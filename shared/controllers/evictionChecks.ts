@@ -8,16 +8,23 @@ import { recentPacerState } from './state/reads';
 /** A storage read answered later than this may be stale against a write made meanwhile (a recovery, a pause). */
 export const SLOW_READ_MS = 500;
 
+export interface ClusterRead {
+  cluster?: Versioned<ClusterRecord>;
+  prompt: boolean;
+}
+
 /**
  * A cluster read from storage until an answer comes back promptly (three tries at most): an answer that took
  * long may describe the cluster as it was before a write made meanwhile (a recovery, a new failure).
+ * `alongside`: a read the caller needs before it acts, made beside the first try; that try counts as prompt
+ * only when both came back in time (what counts is the age of the answer when the caller acts).
  */
-export async function promptRead(plane: ControlPlane, name: string): Promise<{ cluster?: Versioned<ClusterRecord>; prompt: boolean }> {
+export async function promptRead(plane: ControlPlane, name: string, alongside?: Promise<unknown>): Promise<ClusterRead> {
   let cluster: Versioned<ClusterRecord> | undefined;
   let prompt = false;
   for (let attempt = 0; attempt < 3 && !prompt; attempt++) {
     const asked = performance.now();
-    cluster = await plane.clusters.get(name);
+    [cluster] = await Promise.all([plane.clusters.get(name), attempt === 0 ? alongside : undefined]);
     prompt = performance.now() - asked <= SLOW_READ_MS;
   }
   return { cluster, prompt };

@@ -21,8 +21,8 @@ import { announcePassHere } from './pacer';
 import type { ControlPlane, IndexedPlacement, KarmadaConnection, KarmadaPorts, SyncCursor } from './ports';
 import { placementsOf } from './state/bindingWrites';
 import { fleetClusters, forgetFleet, forgetPropagationPolicies, forgetTaintPolicies, noteWatchedCluster, watchingClusters } from './state/reads';
-import { evaluateCluster, fanOutEvaluations } from './taintEvaluation';
-import { handleTaintManagerMessage, type PlanOutcome } from './taintManager';
+import { evaluateToPlan, fanOutEvaluations } from './taintEvaluation';
+import { planInline, type PlanOutcome } from './taintManager';
 
 /**
  * Change detection against the Karmada API server, shaped for Functions: one bounded invocation (a timer)
@@ -101,16 +101,20 @@ async function evaluateNow(plane: ControlPlane, object: KubeObject, run: SyncRun
   try {
     // The watched version is the one to decide on: a GET would wait on an API server that is busiest right
     // now (every controller reacts to the same change). Stale by the time of the write: refused, read again.
-    const changes = await evaluateCluster(plane, name, undefined, await watchedVersion(plane, object));
+    // A change of faulty taints this evaluation writes is planned below: the write's taint-manager message
+    // goes delayed, and the watch that delivers the write sends none (plannedHere).
+    const { changes, record } = await evaluateToPlan(plane, name, await watchedVersion(plane, object));
     if (!changes.some((c) => isFaultyTaint(c.taint))) return;
+    if (record) plannedHere.of(plane, () => new Map()).set(name, faultyEffects(record));
     const evaluatedMs = took();
     let plannedMs = 0;
     // Announced before planning: a timer tick meanwhile leaves the new rows to the pass that follows it.
     const release = announcePassHere(plane);
     let outcome: PlanOutcome;
     try {
-      // Paced as soon as the cluster is planned, beside the rest of the pass (blocked rows, failbacks home).
-      outcome = await handleTaintManagerMessage(plane, { cluster: name, reason: 'taints-changed' }, async ({ planned }) => {
+      // Paced as soon as the cluster is planned; the rest of the pass (blocked rows, failbacks home) comes
+      // with the change's delayed message.
+      outcome = await planInline(plane, name, async ({ planned }) => {
         plannedMs = took();
         // Run here until the watch's deadline: a failure seen late in a watch still gets its first evictions
         // at once, and the invocation may end up to a second or two late (the timer ticks every second).
@@ -126,6 +130,19 @@ async function evaluateNow(plane: ControlPlane, object: KubeObject, run: SyncRun
   }
 }
 
+/**
+ * Per cluster, the faulty taints (key and effect: Karmada stores timeAdded to the second) that this process's
+ * watch evaluation wrote and planned itself: the watch delivering that write sends no taint-manager message.
+ */
+const plannedHere = new PlaneState<Map<string, string>>('karmadaPlannedHere');
+
+const faultyEffects = (record: ClusterRecord) =>
+  record.taints
+    .filter(isFaultyTaint)
+    .map((t) => `${t.key}:${t.effect}`)
+    .sort()
+    .join(',');
+
 /** The cluster as watched, with the app's overlay (one Table read): what `evaluateCluster` would otherwise GET. */
 async function watchedVersion(plane: ControlPlane, object: KubeObject): Promise<Versioned<ClusterRecord> | undefined> {
   return plane.clusters instanceof KarmadaClusterStore ? plane.clusters.watched(object) : undefined;
@@ -133,23 +150,25 @@ async function watchedVersion(plane: ControlPlane, object: KubeObject): Promise<
 
 async function clusterChanged(plane: ControlPlane, object: KubeObject, deleted: boolean, run: SyncRun | undefined): Promise<void> {
   const name = object.metadata.name;
-  noteWatchedCluster(plane, name, deleted ? undefined : toRecord(object, undefined));
+  const watched = deleted ? undefined : toRecord(object, undefined);
+  noteWatchedCluster(plane, name, watched);
   const seen = seenFaulty.get(plane) ?? new Map<string, string>();
   seenFaulty.set(plane, seen);
-  const faulty = deleted
-    ? ''
-    : toRecord(object, undefined)
-        .taints.filter(isFaultyTaint)
-        .map((t) => `${t.key}:${t.effect}@${t.timeAdded}`)
-        .sort()
-        .join(',');
+  const faulty = (watched?.taints ?? [])
+    .filter(isFaultyTaint)
+    .map((t) => `${t.key}:${t.effect}@${t.timeAdded}`)
+    .sort()
+    .join(',');
   const firstSight = !seen.has(name);
   if (seen.get(name) !== faulty) {
     seen.set(name, faulty);
     // A cluster first seen without a faulty taint has nothing to plan: rows left from before (it recovered
     // while no process watched) are abandoned by the taint manager's resync, as after any restart. A first
     // sync of a large fleet so sends no message per healthy cluster.
-    if (!(firstSight && faulty === '')) await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
+    const planned = plannedHere.get(plane);
+    const ownWrite = watched !== undefined && planned?.get(name) === faultyEffects(watched);
+    planned?.delete(name);
+    if (!(firstSight && faulty === '') && !ownWrite) await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
   }
   const conditions = seenConditions.get(plane) ?? new Map<string, string>();
   seenConditions.set(plane, conditions);

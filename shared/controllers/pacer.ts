@@ -70,6 +70,8 @@ export interface PacerOptions {
  */
 export const MAX_LOOK_AHEAD_MS = 10_000;
 const LOOK_AHEAD = { baseMs: MIN_SLOT_LEAD_MS + WINDOW_MS, deliveryMs: DELIVERY_LEAD_MS, tickMs: 1000, maxMs: MAX_LOOK_AHEAD_MS };
+/** Due groups a pass reads at most (a group is one cluster shard's rows of one due time). */
+const DUE_GROUPS_PER_PASS = 500;
 /** Evictions one queue message carries at most (a row is under 1 kB: well inside the 64 KiB message limit). */
 export const MAX_EVICTIONS_PER_MESSAGE = 16;
 
@@ -126,6 +128,18 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   const yieldsToPassHere = () => !options.runHere && passHereAnnounced(plane);
   const now = plane.clock.now();
   const nowMs = now.getTime();
+  // A pass right after planning has rows to hand out: the due listing (to the furthest horizon a pass may
+  // have, cut to this pass's once that is known), the fresh fleet view and the budgets are read beside the
+  // pacer's row instead of after it (an idle tick reads none of them).
+  const early = options.runHere
+    ? {
+        listed: plane.ledger.listDue(new Date(nowMs + MAX_LOOK_AHEAD_MS).toISOString(), DUE_GROUPS_PER_PASS),
+        fresh: currentFleetHealth(plane, 0),
+        budgets: BudgetGate.open(plane, now),
+      }
+    : undefined;
+  // Not needed when the pass is held or finds nothing: never left rejected and unhandled.
+  for (const read of early ? [early.listed, early.fresh, early.budgets] : []) void read.catch(() => undefined);
   const [{ state, etag }, recent] = await Promise.all([plane.ledger.getPacerState(), currentFleetHealth(plane)]);
   const nextSlotAt = Date.parse(state.nextSlotAt);
   // The row's updatedAt is the last tick that handed out slots (or changed the tier).
@@ -137,15 +151,13 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   const held = gateOff && draining.size === 0 ? 'gate' : state.paused ? 'paused' : nextSlotAt > horizon || yieldsToPassHere() ? 'busy' : undefined;
   // Candidates in due order: due groups (one per cluster shard and due time) say which clusters have rows
   // due when; one range query per (due time, cluster) then reads those rows across the cluster's shards.
-  // A pass right after planning has rows to hand out: the fresh fleet view and the budgets are read beside
-  // the listing instead of after it (an idle tick reads neither).
-  const expecting = !held && options.runHere !== undefined;
-  const fresh = expecting ? currentFleetHealth(plane, 0) : undefined;
-  const budgetsRead = expecting ? BudgetGate.open(plane, now) : undefined;
-  // Read beside the listing, and not needed when it finds nothing: never left rejected and unhandled.
-  void fresh?.catch(() => undefined);
-  void budgetsRead?.catch(() => undefined);
-  const listed = held ? [] : await plane.ledger.listDue(new Date(horizon).toISOString(), 500);
+  const fresh = held ? undefined : early?.fresh;
+  const budgetsRead = held ? undefined : early?.budgets;
+  const listed = held
+    ? []
+    : early
+      ? (await early.listed).filter((group) => group.parkedFor !== undefined || Date.parse(group.dueAt) <= horizon)
+      : await plane.ledger.listDue(new Date(horizon).toISOString(), DUE_GROUPS_PER_PASS);
   const groups = gateOff ? listed.filter((group) => draining.has(group.cluster)) : listed;
   // The tier that claims rows is judged on the fleet as it is now, not on the second-old view (a fleet
   // that turned halted since, with rows decided on it, must schedule nothing). Idle ticks use the view.

@@ -3,7 +3,7 @@ import type { Versioned } from '../store/ports';
 import { clusterFacts, type ClusterRecord, type PolicyRecord, taintPolicy } from '../store/records';
 import { ATTR, inSpan } from '../telemetry/tracing';
 import type { ControlPlane } from './ports';
-import { updateCluster } from './state/clusterWrites';
+import { type ClusterUpdateOptions, updateCluster } from './state/clusterWrites';
 import { recountHolds } from './state/policyGuard';
 import { beginFleetRecount, loadTaintPolicies } from './state/reads';
 
@@ -16,15 +16,31 @@ export { EVALUATION_LEAD_SECONDS, scheduleEvaluation } from './state/clusterWrit
 
 /** Re-evaluates one cluster. A missing cluster is nothing to do. */
 export async function evaluateCluster(plane: ControlPlane, name: string, policies?: PolicyRecord[], listed?: Versioned<ClusterRecord>): Promise<TaintChange[]> {
+  return (await evaluate(plane, name, policies, { listed })).changes;
+}
+
+/**
+ * Re-evaluates one cluster whose change of faulty taints the caller plans itself, at once (the Karmada
+ * watch): the taint manager's message for it goes delayed (state/clusterWrites.ts). The record as written, too.
+ */
+export function evaluateToPlan(
+  plane: ControlPlane,
+  name: string,
+  watched?: Versioned<ClusterRecord>,
+): Promise<{ changes: TaintChange[]; record?: ClusterRecord }> {
+  return evaluate(plane, name, undefined, { listed: watched, plannedByCaller: true });
+}
+
+function evaluate(plane: ControlPlane, name: string, policies: PolicyRecord[] | undefined, options: ClusterUpdateOptions) {
   return inSpan('taint.evaluate', { attributes: { [ATTR.cluster]: name } }, async () => {
-    const outcome = await updateCluster(
+    const { changes, record } = await updateCluster(
       plane,
       name,
       (current) => (current ? { record: current, result: undefined } : { unchanged: undefined }),
       policies,
-      listed,
+      options,
     );
-    return outcome.changes;
+    return { changes, record };
   });
 }
 

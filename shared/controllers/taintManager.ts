@@ -261,22 +261,40 @@ export async function handleTaintManagerMessage(
   plane: ControlPlane,
   message: TaintManagerMessage,
   /** Runs as soon as the cluster is planned, beside the rest (the trigger's pacer pass for the rows just planned). */
-  afterPlan?: (outcome: PlanOutcome) => Promise<void>,
+  afterPlan?: AfterPlan,
 ): Promise<PlanOutcome> {
   const passes = sharedPassesOf(plane);
   // The change behind the message was stored before it was sent: a pass that starts from here on sees it, so
   // messages handled at once share one scan of the blocked rows and one listing of the awaiting failbacks.
   const retryTicket = passes.retryBlocked.ticket();
   const listingTicket = passes.awaitingFailback.ticket();
-  const plan = planPassOf(plane, message.cluster);
-  const { outcome, recorded } = await plan.after(plan.ticket());
-  const after = afterPlan?.(outcome);
-  await recorded;
-  try {
+  return planThen(plane, message.cluster, afterPlan, async () => {
     if (message.reason === 'taints-changed') await passes.retryBlocked.after(retryTicket);
     // The cluster's healthy run began or ended (the cluster write sends `taints-changed`, or `resync` when only
     // Ready changed): the failbacks home to it are planned for its end of window, or cancelled.
     if (message.reason !== 'binding-changed') await reconcileFailbackHome(plane, message.cluster, await passes.awaitingFailback.after(listingTicket));
+  });
+}
+
+type AfterPlan = (outcome: PlanOutcome) => Promise<void>;
+
+/**
+ * The planning part of a taint-manager pass alone, for a change planned where it was seen (the Karmada
+ * watch's evaluation): plans or abandons the cluster's evictions and runs `afterPlan` (the pacer pass) as soon
+ * as the rows are stored. The rest of the pass (blocked rows, failbacks home) is left to the change's own
+ * message, which waits meanwhile (state/inlinePlanning.ts) so that it does not compete with the first evictions.
+ */
+export function planInline(plane: ControlPlane, cluster: string, afterPlan: AfterPlan): Promise<PlanOutcome> {
+  return planThen(plane, cluster, afterPlan, () => Promise.resolve());
+}
+
+async function planThen(plane: ControlPlane, cluster: string, afterPlan: AfterPlan | undefined, rest: () => Promise<void>): Promise<PlanOutcome> {
+  const plan = planPassOf(plane, cluster);
+  const { outcome, recorded } = await plan.after(plan.ticket());
+  const after = afterPlan?.(outcome);
+  try {
+    await recorded;
+    await rest();
   } finally {
     await after?.catch(() => undefined);
   }

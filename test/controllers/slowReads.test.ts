@@ -59,6 +59,24 @@ describe('the worker and slow storage reads', () => {
     expect((await m.plane.bindings.get('rb:default:web'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
   });
 
+  it('reads the taint again when the binding read made beside it was slow and the cluster recovered meanwhile', async () => {
+    const { m, message } = await oneScheduledEviction();
+    const get = m.plane.bindings.get.bind(m.plane.bindings);
+    let first = true;
+    m.plane.bindings.get = async (id: string) => {
+      const answer = await get(id);
+      if (first) {
+        first = false;
+        // The taint's read (made beside this one) was answered at once; the recovery comes while this one is slow.
+        await applyObjects(m.plane, decodeApplyDocuments([cluster('c1', false)]));
+        await sleepReal(SLOW_READ_MS + 200);
+      }
+      return answer;
+    };
+    expect(await executeEviction(m.plane, message)).toBe('recovered');
+    expect((await m.plane.bindings.get('rb:default:web'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
+  });
+
   it('puts the row back in line when three taint reads in a row are answered late (it never acts on a late read)', async () => {
     const { m, message } = await oneScheduledEviction();
     const get = m.plane.clusters.get.bind(m.plane.clusters);

@@ -33,6 +33,21 @@ export interface ClusterUpdateOutcome<R> {
 
 type Written<R> = { value: R; record?: ClusterRecord; changes: TaintChange[]; events: EventRecord[] };
 
+export interface ClusterUpdateOptions {
+  /** The version the caller just listed: the first attempt uses it instead of reading again. */
+  listed?: Versioned<ClusterRecord>;
+  /**
+   * The caller plans a change of faulty taints itself, at once (the Karmada watch's evaluation): the taint
+   * manager's message is then a safety net for a caller that dies mid-way, sent delayed so that its pass (a
+   * second planning that finds every row decided, the blocked rows, the failbacks home) runs after the first
+   * evictions instead of competing with them.
+   */
+  plannedByCaller?: boolean;
+}
+
+/** How long the taint manager's message waits when the caller plans the change itself. */
+export const CALLER_PLANNED_MESSAGE_DELAY_SECONDS = 5;
+
 /**
  * The one way a cluster document changes: apply `change`, re-evaluate the taint policies on the result,
  * write with the ETag (retrying from a fresh read on conflict), then record events, schedule the next
@@ -43,8 +58,7 @@ export async function updateCluster<R>(
   name: string,
   change: (current: ClusterRecord | undefined, now: Date) => ClusterUpdate<R> | { unchanged: R },
   policies?: PolicyRecord[],
-  /** The version the caller just listed: the first attempt uses it instead of reading again. */
-  listed?: Versioned<ClusterRecord>,
+  { listed, plannedByCaller = false }: ClusterUpdateOptions = {},
 ): Promise<ClusterUpdateOutcome<R>> {
   // Loaded only when something changes: an unchanged heartbeat costs no policy read.
   let taintPolicies: ReturnType<typeof taintPolicy>[] | undefined = policies?.map(taintPolicy);
@@ -145,7 +159,11 @@ export async function updateCluster<R>(
   }
   if (schedule) await scheduleEvaluation(plane, name, schedule);
   // The taint manager plans (or abandons) this cluster's evictions when its faulty taints change.
-  if (faultyChanged && outcome.etag !== undefined) await plane.taintManager.send({ cluster: name, reason: 'taints-changed' });
+  if (faultyChanged && outcome.etag !== undefined)
+    await plane.taintManager.send(
+      { cluster: name, reason: 'taints-changed' },
+      plannedByCaller ? { delaySeconds: CALLER_PLANNED_MESSAGE_DELAY_SECONDS } : undefined,
+    );
   // A healthy run that began or ended (Ready alone changed), or a healthy cluster's labels or taints changed (a
   // cordon lifted): the taint manager plans or cancels the failbacks home to it. Not for a cluster that has
   // just registered: no failback can be home to it yet (one left by a deleted namesake is the failback
