@@ -31,6 +31,8 @@ export type FailbackAnswer = Schemas['FailbackAnswer'];
 export type Template = Schemas['Template'];
 export type Event = Schemas['Event'];
 export type ApplyAnswer = Schemas['ApplyAnswer'];
+/** A large apply going on in the background (POST /api/apply answered 202). */
+export type ApplyOperation = Schemas['ApplyOperation'];
 export type SwitchAnswer = Schemas['SwitchAnswer'];
 export type DrainAnswer = Schemas['DrainAnswer'];
 export type AcknowledgeAnswer = Schemas['AcknowledgeAnswer'];

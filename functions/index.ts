@@ -6,6 +6,7 @@
 import './telemetry';
 // HTTP: objects and reads
 import './apply';
+import './applyOperations';
 import './clusters';
 import './clusterTaintPolicies';
 import './resourceBindings';

@@ -130,6 +130,7 @@ export const settingsSchema = telemetrySettingsSchema.extend({
   AUTO_REGISTER_CLUSTERS: bool(true),
   CLUSTER_MONITOR_GRACE_PERIOD_SECONDS: number(40, positiveInteger),
   CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: number(60, positiveInteger),
+  APPLY_INLINE_MAX_OBJECTS: number(1000, (n) => (Number.isInteger(n) && n >= 1 && n <= 100_000 ? undefined : 'must be a whole number between 1 and 100000')),
   MAX_REQUEST_BODY_BYTES: number(1_048_576, (n) =>
     Number.isInteger(n) && n >= 1024 && n <= 104_857_600 ? undefined : 'must be a whole number of bytes between 1024 and 104857600',
   ),
@@ -220,6 +221,8 @@ export interface AppConfig {
   autoRegisterClusters: boolean;
   clusterMonitorGracePeriodSeconds: number;
   clusterStartupGracePeriodSeconds: number;
+  /** POST /api/apply with more objects than this goes to the background (202 and an operation to poll). */
+  applyInlineMaxObjects: number;
   maxRequestBodyBytes: number;
   eventListLimit: number;
   /** The Failover gate: when false no eviction happens at all, whoever added the taint. */
@@ -297,6 +300,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): AppConfig {
     autoRegisterClusters: s.AUTO_REGISTER_CLUSTERS,
     clusterMonitorGracePeriodSeconds: s.CLUSTER_MONITOR_GRACE_PERIOD_SECONDS,
     clusterStartupGracePeriodSeconds: s.CLUSTER_STARTUP_GRACE_PERIOD_SECONDS,
+    applyInlineMaxObjects: s.APPLY_INLINE_MAX_OBJECTS,
     maxRequestBodyBytes: s.MAX_REQUEST_BODY_BYTES,
     eventListLimit: s.EVENT_LIST_LIMIT,
     failoverEnabled: s.FAILOVER_ENABLED,

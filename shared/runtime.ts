@@ -1,10 +1,12 @@
 import { hostname } from 'node:os';
 import type { InvocationContext } from '@azure/functions';
+import type { AppliedObject } from './api/decode';
 import { PlaneCaches } from './cache';
 import { systemClock } from './clock';
 import { AppConfig, loadConfig } from './config';
 import type {
   ApplicationFailoverMessage,
+  ApplyChunkMessage,
   ControlPlane,
   EvictionBatch,
   FleetSummary,
@@ -31,6 +33,8 @@ import { karmadaPropagationPolicyStore, karmadaTaintPolicyStore } from './store/
 import { TableLedger } from './store/ledgerTable';
 import type { MessageQueue } from './store/ports';
 import {
+  ApplyChunkRecord,
+  ApplyOperationRecord,
   BindingFlag,
   bindingFlags,
   BindingRecord,
@@ -105,6 +109,11 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
     evictions: new StorageMessageQueue<EvictionBatch>(storage.queue(QUEUES.evictions)),
     scheduler: new StorageMessageQueue<SchedulerMessage>(storage.queue(QUEUES.scheduler)),
     applicationFailover: new StorageMessageQueue<ApplicationFailoverMessage>(storage.queue(QUEUES.applicationFailover)),
+    applyOperations: {
+      operations: new TableDocumentStore<ApplyOperationRecord>(storage.table(TABLES.applyOperations), 'operation'),
+      chunks: new TableDocumentStore<ApplyChunkRecord<AppliedObject>>(storage.table(TABLES.applyOperations), 'chunk'),
+      queue: new StorageMessageQueue<ApplyChunkMessage>(storage.queue(QUEUES.applyChunks)),
+    },
     metrics: new FailoverMetrics(),
     clock: systemClock,
     caches: new PlaneCaches(),
@@ -158,6 +167,7 @@ export function invocationPlane(ctx: InvocationContext): ControlPlane {
     evictions: through(plane.evictions),
     scheduler: through(plane.scheduler),
     applicationFailover: through(plane.applicationFailover),
+    applyOperations: { ...plane.applyOperations, queue: through(plane.applyOperations.queue) },
   };
 }
 

@@ -14,8 +14,28 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** create or update objects and resource templates; all are validated first and nothing is stored if any is invalid */
+    /**
+     * create or update objects and resource templates; all are validated first and nothing is stored if any is invalid
+     * @description A request of more than APPLY_INLINE_MAX_OBJECTS objects (or one sent with `Prefer: respond-async`) is validated, stored and answered 202 with the operation (Location: its status); its objects are applied in the background, in order, a chunk at a time.
+     */
     post: operations['apply'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/apply/operations/{name}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** a background apply: its state, how many objects are applied, and once finished the results */
+    get: operations['getApplyOperation'];
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -2347,6 +2367,45 @@ export interface components {
         action: 'created' | 'configured' | 'unchanged';
       }[];
     };
+    ApplyOperation: {
+      id: string;
+      /** @enum {string} */
+      state: 'Running' | 'Succeeded' | 'Failed';
+      /** @description an RFC 3339 time */
+      createdAt: string;
+      /** @description an RFC 3339 time */
+      updatedAt: string;
+      /** @description an RFC 3339 time */
+      finishedAt?: string;
+      /** @description objects in the request */
+      total: number;
+      /** @description objects applied so far */
+      applied: number;
+      counts: {
+        created: number;
+        configured: number;
+        unchanged: number;
+      };
+      /** @description why it stopped (state Failed); the objects after `applied` were not applied */
+      error?: {
+        error: string;
+        errors?: {
+          /** @description the field, dotted with [index]; "" for the whole body */
+          path: string;
+          message: string;
+          /** @description which document of a multi-document body */
+          document?: number;
+        }[];
+        status: number;
+      };
+      /** @description once finished: every object applied, in the order given */
+      results?: {
+        kind: string;
+        name: string;
+        /** @enum {string} */
+        action: 'created' | 'configured' | 'unchanged';
+      }[];
+    };
     Event: {
       /** @description an RFC 3339 time */
       time: string;
@@ -2716,6 +2775,64 @@ export interface operations {
       };
       /** @description an unsupported Content-Type */
       415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description the Karmada API server cannot be used, or what the route needs is not configured (Retry-After) */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description an unexpected error (500 without internals) */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+    };
+  };
+  getApplyOperation: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['ApplyOperation'];
+        };
+      };
+      /** @description invalid input: each bad field named (path parameters, query, body) */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description no such object */
+      404: {
         headers: {
           [name: string]: unknown;
         };

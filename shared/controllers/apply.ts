@@ -52,16 +52,13 @@ export function objectsTooLargeToStore(
 }
 
 /**
- * POST /api/apply: validated objects; the app's own kinds in the order given (consecutive Clusters several at
- * a time, every propagation policy at the first one's place), then the resource templates, several at a time (each is claimed by the policies as they stand
- * after the request's own policies, so a template and its policy in one request derive the binding once).
- * Consecutive bindings go together (`applyBindings`). Results in the order given.
+ * Refuses a request none of whose objects may be applied here, before any is written (all or nothing): in
+ * Karmada mode every kind we accept is Karmada's, applied to its API server; an object the store would refuse
+ * (too large) is refused before the ones ahead of it are written.
  */
-export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]): Promise<ApplyAnswer['results']> {
-  // Karmada mode: every kind we accept is Karmada's, applied to its API server (nothing here is half-applied).
+export function refuseUnstorable(plane: ControlPlane, objects: readonly AppliedObject[]): void {
   const first = objects[0];
   if (plane.karmada && first) throw new ManagedInKarmadaError(first.kind === 'ResourceTemplate' ? first.object.kind : first.kind);
-  // All or nothing: an object the store would refuse is refused before the ones ahead of it are written.
   // Every table store keeps a document the same way: the templates' store measures for all kinds.
   const measure = plane.templates.measure?.bind(plane.templates);
   const tooLarge = measure ? objectsTooLargeToStore(objects, measure) : [];
@@ -74,6 +71,16 @@ export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]
     const what = tooLarge.length === 1 ? `${tooLarge[0].object} is` : `${tooLarge.length} objects are`;
     throw new ApiError(413, `${what} too large to store; nothing was applied`, reportedErrors(errors));
   }
+}
+
+/**
+ * POST /api/apply: validated objects; the app's own kinds in the order given (consecutive Clusters several at
+ * a time, every propagation policy at the first one's place), then the resource templates, several at a time (each is claimed by the policies as they stand
+ * after the request's own policies, so a template and its policy in one request derive the binding once).
+ * Consecutive bindings go together (`applyBindings`). Results in the order given.
+ */
+export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]): Promise<ApplyAnswer['results']> {
+  refuseUnstorable(plane, objects);
   const actions = new Array<ApplyAction>(objects.length);
   const templates: number[] = [];
   for (let index = 0; index < objects.length; index++) {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { AppliedObject } from '../api/decode';
 import type { PlaneCaches } from '../cache';
 import type { Clock } from '../clock';
 import type { AppConfig } from '../config';
@@ -7,6 +8,8 @@ import type { PolicyState } from '../failover/policyStatus';
 import type { KubeApi, MemberEndpoint, MemberProber } from '../kube/api';
 import type { BulkDocumentStore, DocumentStore, EventLog, EvictionLedger, FlaggedDocumentStore, MessageQueue } from '../store/ports';
 import type {
+  ApplyChunkRecord,
+  ApplyOperationRecord,
   BindingFlag,
   BindingRecord,
   BudgetFlight,
@@ -82,6 +85,20 @@ export const taintManagerMessage = z.object({
   reason: z.enum(['taints-changed', 'binding-changed', 'resync']),
 });
 export type TaintManagerMessage = z.infer<typeof taintManagerMessage>;
+
+/** The next chunk of a background apply (shared/controllers/applyOperations.ts). */
+export const applyChunkMessage = z.object({
+  operation: z.string().min(1).max(64),
+  chunk: z.number().int().min(0),
+});
+export type ApplyChunkMessage = z.infer<typeof applyChunkMessage>;
+
+/** Background applies: their progress, their chunks of objects, and the queue that applies one chunk a message. */
+export interface ApplyOperationPorts {
+  operations: DocumentStore<ApplyOperationRecord>;
+  chunks: DocumentStore<ApplyChunkRecord<AppliedObject>>;
+  queue: MessageQueue<ApplyChunkMessage>;
+}
 
 /** One paced eviction: the ledger row it executes, with the ETag the pacer left it at. */
 export const evictionMessage = z.object({
@@ -174,6 +191,7 @@ export interface ControlPlane {
   evictions: MessageQueue<EvictionBatch>;
   scheduler: MessageQueue<SchedulerMessage>;
   applicationFailover: MessageQueue<ApplicationFailoverMessage>;
+  applyOperations: ApplyOperationPorts;
   /** FailoverBudgets (item: disruption budgets). Absent (some tests): no budget holds anything. */
   budgets?: BudgetPorts;
   /** Set in Karmada mode (KARMADA_KUBECONFIG). */

@@ -9,4 +9,6 @@ export const QUEUES = {
   scheduler: 'scheduler',
   /** Application failover deadline checks, visible shortly before their deadline. */
   applicationFailover: 'application-failover',
+  /** The next chunk of a large apply going on in the background. */
+  applyChunks: 'apply-chunks',
 } as const;

@@ -222,3 +222,27 @@ export interface BudgetFlight {
   inFlight: InFlightEntry[];
   matching?: { count: number; countedAt: string };
 }
+
+/** A background apply's progress (shared/controllers/applyOperations.ts): one document per operation. */
+export interface ApplyOperationRecord {
+  state: 'Running' | 'Succeeded' | 'Failed';
+  createdAt: string;
+  updatedAt: string;
+  finishedAt?: string;
+  /** Objects in the request. */
+  total: number;
+  chunks: number;
+  /** Chunks applied so far: the next message applies this one. */
+  chunksApplied: number;
+  /** Objects applied so far. */
+  applied: number;
+  counts: { created: number; configured: number; unchanged: number };
+  /** Why it stopped (Failed): the error the apply answered, with its status. */
+  error?: { status: number; error: string; errors?: Array<{ path: string; message: string; document?: number }> };
+}
+
+/** One chunk of a background apply: its objects as decoded at the edge (emptied once applied) and their results. */
+export interface ApplyChunkRecord<O = unknown> {
+  objects: Array<{ index: number; object: O }>;
+  results: Array<{ index: number; kind: string; name: string; action: 'created' | 'configured' | 'unchanged' }>;
+}

@@ -30,6 +30,8 @@ export const TABLES = {
   budgets: 'failoverbudgets',
   // Karmada mode: what Karmada has no place for (cluster overlays, sync cursors, the connection, the binding placement index).
   karmada: 'karmadastate',
+  // Large applies in the background: their progress (partition `operation`) and their chunks of objects (`chunk`).
+  applyOperations: 'applyoperations',
 } as const;
 
 // A string property holds at most 32 Ki UTF-16 units; documents are split into chunks below that.

@@ -30,6 +30,8 @@ beforeAll(async () => {
     CLUSTER_STARTUP_GRACE_PERIOD_SECONDS: '3600',
     // One cluster per policy (the least the guard allows) in a fleet under 40 clusters: the guard test below crosses it.
     MAX_FLEET_SHARE_TAINTED_BY_POLICY: '0.05',
+    // A request of more objects goes to the background (the large-apply test below).
+    APPLY_INLINE_MAX_OBJECTS: '50',
   });
   // Healthy clusters enough that the failures below keep the fleet in its primary tier.
   await seed(Array.from({ length: 12 }, (_, i) => cluster(`spare${i + 1}`)));
@@ -136,6 +138,39 @@ spec:
     const piped = await ok(['apply', '-f', '-'], { input: 'apiVersion: cluster.karmada.io/v1alpha1\nkind: Cluster\nmetadata:\n  name: cli-b\n' });
     expect(piped.stdout).toBe('cluster/cli-b created\n');
     expect((await api(host.url, 'GET', 'clusters/cli-b')).status).toBe(200);
+  });
+
+  it('applies a large file in the background: says its progress on stderr, then prints every result in the order given', async () => {
+    const file = join(dir, 'large.yaml');
+    // Resource templates of a kind no other test lists (Clusters would change the fleet the other tests see).
+    const names = Array.from({ length: 120 }, (_, i) => `bulk-${i}`);
+    writeFileSync(file, names.map((name) => `apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: ${name}\n  namespace: bulk\n`).join('---\n'));
+    const run = await ok(['apply', '-f', file]);
+    expect(run.stderr).toMatch(/^applying 120 objects in the background \(operation [0-9a-f-]{36}\)\n/);
+    expect(lines(run.stdout)).toEqual(names.map((name) => `serviceaccount/bulk/${name} created`));
+    const listed = await ok(['get', 'templates', '--kind', 'ServiceAccount']);
+    expect(lines(listed.stdout)).toHaveLength(121);
+    // The API: 202, Location, and the operation to poll; `Prefer: respond-async` asks for it whatever the size.
+    const res = await fetch(`${host.url}/api/apply`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/yaml', prefer: 'respond-async' },
+      body: 'apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: bulk-0\n  namespace: bulk\n',
+    });
+    expect(res.status).toBe(202);
+    expect(res.headers.get('preference-applied')).toBe('respond-async');
+    const location = res.headers.get('location')!;
+    expect(location).toMatch(/^\/api\/apply\/operations\/[0-9a-f-]{36}$/);
+    const done = await waitFor(async () => {
+      const polled = await api(host.url, 'GET', location.slice('/api/'.length));
+      return polled.body.state === 'Succeeded' ? polled.body : undefined;
+    }, 20_000);
+    expect(done).toMatchObject({
+      total: 1,
+      applied: 1,
+      counts: { unchanged: 1 },
+      results: [{ kind: 'ServiceAccount', name: 'bulk/bulk-0', action: 'unchanged' }],
+    });
+    expect((await api(host.url, 'GET', 'apply/operations/no-such-operation')).status).toBe(404);
   });
 
   it('names each bad field on stderr and exits 1; nothing is applied', async () => {

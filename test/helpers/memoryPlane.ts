@@ -1,8 +1,10 @@
+import type { AppliedObject } from '../../shared/api/decode';
 import { PlaneCaches } from '../../shared/cache';
 import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
 import type {
   ApplicationFailoverMessage,
+  ApplyChunkMessage,
   ControlPlane,
   EvictionBatch,
   EvictionMessage,
@@ -14,7 +16,17 @@ import type {
 import type { PolicyState } from '../../shared/failover/policyStatus';
 import { MemoryDocumentStore, MemoryEventLog, MemoryLedger, MemoryMessageQueue } from '../../shared/store/memory';
 import type { SentMessage } from '../../shared/store/memory/messageQueue';
-import { BindingFlag, bindingFlags, BindingRecord, ClusterRecord, PolicyRecord, PropagationPolicyRecord, TemplateRecord } from '../../shared/store/records';
+import {
+  ApplyChunkRecord,
+  ApplyOperationRecord,
+  BindingFlag,
+  bindingFlags,
+  BindingRecord,
+  ClusterRecord,
+  PolicyRecord,
+  PropagationPolicyRecord,
+  TemplateRecord,
+} from '../../shared/store/records';
 import { silentLogger } from '../../shared/telemetry/log';
 import { FailoverMetrics } from '../../shared/telemetry/metrics';
 
@@ -37,6 +49,11 @@ export function memoryPlane(settings: Record<string, string> = {}, start = '2026
     evictions: new MemoryMessageQueue<EvictionBatch>(now),
     scheduler: new MemoryMessageQueue<SchedulerMessage>(now),
     applicationFailover: new MemoryMessageQueue<ApplicationFailoverMessage>(now),
+    applyOperations: {
+      operations: new MemoryDocumentStore<ApplyOperationRecord>(),
+      chunks: new MemoryDocumentStore<ApplyChunkRecord<AppliedObject>>(),
+      queue: new MemoryMessageQueue<ApplyChunkMessage>(now),
+    },
   };
   const plane: ControlPlane = {
     ...stores,

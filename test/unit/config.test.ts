@@ -13,6 +13,7 @@ describe('app settings', () => {
       autoRegisterClusters: true,
       clusterMonitorGracePeriodSeconds: 40,
       clusterStartupGracePeriodSeconds: 60,
+      applyInlineMaxObjects: 1000,
       maxRequestBodyBytes: 1048576,
       eventListLimit: 1000,
       failoverEnabled: false,

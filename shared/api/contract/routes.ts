@@ -122,6 +122,7 @@ export const RESPONSE_SCHEMAS = {
   TemplateList: v.templateListSchema,
   DeleteAnswer: v.deleteAnswerSchema,
   ApplyAnswer: v.applyAnswerSchema,
+  ApplyOperation: v.applyOperationSchema,
   Event: v.eventViewSchema,
   EventList: v.eventListSchema,
   Eviction: v.evictionViewSchema,
@@ -203,7 +204,20 @@ export const ROUTES: Route[] = [
     security: 'admin',
     body: 'ApplyRequest',
     ok: 'ApplyAnswer',
+    otherBodies: { 202: 'ApplyOperation' },
     errors: [409],
+    description:
+      'A request of more than APPLY_INLINE_MAX_OBJECTS objects (or one sent with `Prefer: respond-async`) is validated, stored and answered 202 with the operation (Location: its status); its objects are applied in the background, in order, a chunk at a time.',
+  },
+  {
+    method: 'get',
+    path: '/apply/operations/{name}',
+    operationId: 'getApplyOperation',
+    summary: 'a background apply: its state, how many objects are applied, and once finished the results',
+    tag: 'objects',
+    params: name,
+    ok: 'ApplyOperation',
+    errors: [404],
   },
   ...collection('clusters', 'clusters', 'Cluster', 'Clusters', 'ClusterList', 'Cluster', 'cluster'),
   {

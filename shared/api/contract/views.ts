@@ -287,6 +287,24 @@ export const applyAnswerSchema = z.strictObject({
 });
 export type ApplyAnswer = z.infer<typeof applyAnswerSchema>;
 
+/** A large apply going on in the background (202 of POST /api/apply; GET /api/apply/operations/{id}). */
+export const applyOperationSchema = z.strictObject({
+  id: z.string(),
+  state: z.enum(['Running', 'Succeeded', 'Failed']),
+  createdAt: time,
+  updatedAt: time,
+  finishedAt: time.optional(),
+  total: z.number().int().min(0).describe('objects in the request'),
+  applied: z.number().int().min(0).describe('objects applied so far'),
+  counts: z.strictObject({ created: z.number().int(), configured: z.number().int(), unchanged: z.number().int() }),
+  error: errorBodySchema
+    .extend({ status: z.number().int() })
+    .optional()
+    .describe('why it stopped (state Failed); the objects after `applied` were not applied'),
+  results: applyAnswerSchema.shape.results.optional().describe('once finished: every object applied, in the order given'),
+});
+export type ApplyOperationView = z.infer<typeof applyOperationSchema>;
+
 // ---------------------------------------------------------------------------------------------
 // Events and the ledger
 

@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import type { ApplyOperationView } from '../api/contract/views';
+import type { AppliedObject } from '../api/decode';
+import { ApiError } from '../api/errors';
+import { mapConcurrent } from '../concurrency';
+import { keep, mutate, write } from '../store/optimistic';
+import type { ApplyChunkRecord, ApplyOperationRecord } from '../store/records';
+import { errorFields } from '../telemetry/log';
+import { applyObjects, refuseUnstorable } from './apply';
+import type { ApplyChunkMessage, ControlPlane } from './ports';
+
+/**
+ * A large apply in the background. A request whose objects could take longer than the host's HTTP time
+ * limit (Azure's front end answers 504 after 230 s, while the request goes on or is cut) is validated and
+ * refused up front as a whole, as any apply, then stored in chunks and answered 202 at once; a queue message
+ * per chunk applies it (the chunk's objects through the same `applyObjects`), records its results and sends
+ * the next. So a large request is never cut part-way without its caller knowing where: the operation says
+ * how many objects are applied, and why it stopped if it did.
+ *
+ * Objects go in the order `applyObjects` gives them (the app's own kinds in the order given, then the
+ * resource templates), so a chunk of templates comes after every policy of the request. Applying is
+ * idempotent: a chunk applied twice (its message redelivered after a crash) answers `unchanged` the second
+ * time and changes nothing.
+ */
+
+/** Objects of one chunk at most: a chunk is one queue invocation's work. */
+export const CHUNK_OBJECTS = 250;
+/** JSON bytes of one chunk's objects at most (its document is one storage entity of 1 MiB, UTF-16 in places). */
+const CHUNK_BYTES = 256 * 1024;
+/** A message for a chunk whose turn has not come (the previous one's progress is not written yet) comes back after this. */
+const NOT_YET_SECONDS = 1;
+
+const chunkId = (operation: string, index: number) => `${operation}:${String(index).padStart(6, '0')}`;
+
+/** Whether a request goes to the background: more objects than the inline limit, or its caller asked (`Prefer: respond-async`). */
+export const appliesInBackground = (plane: ControlPlane, objects: readonly AppliedObject[], preferAsync: boolean): boolean =>
+  objects.length > 0 && (preferAsync || objects.length > plane.config.applyInlineMaxObjects);
+
+/** Stores the request's objects in chunks and sends the first chunk's message; the operation as started. */
+export async function startApplyOperation(plane: ControlPlane, objects: AppliedObject[]): Promise<ApplyOperationView> {
+  refuseUnstorable(plane, objects);
+  const id = randomUUID();
+  const ordered = objects.map((object, index) => ({ index, object }));
+  // applyObjects' order: the app's own kinds as given, then the templates.
+  const inOrder = [...ordered.filter((o) => o.object.kind !== 'ResourceTemplate'), ...ordered.filter((o) => o.object.kind === 'ResourceTemplate')];
+  const chunks: Array<ApplyChunkRecord<AppliedObject>['objects']> = [];
+  let bytes = 0;
+  for (const item of inOrder) {
+    const size = Buffer.byteLength(JSON.stringify(item.object));
+    const last = chunks[chunks.length - 1];
+    if (!last || last.length >= CHUNK_OBJECTS || bytes + size > CHUNK_BYTES) {
+      chunks.push([item]);
+      bytes = size;
+    } else {
+      last.push(item);
+      bytes += size;
+    }
+  }
+  // The chunks first, the operation after: an operation that exists has every chunk it names.
+  await mapConcurrent(chunks, 8, (chunk, index) => plane.applyOperations.chunks.create(chunkId(id, index), { objects: chunk, results: [] }));
+  const now = plane.clock.now().toISOString();
+  const record: ApplyOperationRecord = {
+    state: 'Running',
+    createdAt: now,
+    updatedAt: now,
+    total: objects.length,
+    chunks: chunks.length,
+    chunksApplied: 0,
+    applied: 0,
+    counts: { created: 0, configured: 0, unchanged: 0 },
+  };
+  await plane.applyOperations.operations.create(id, record);
+  await plane.applyOperations.queue.send({ operation: id, chunk: 0 });
+  plane.log.info('apply operation started', { operation: id, objects: objects.length, chunks: chunks.length });
+  return view(id, record);
+}
+
+/**
+ * One chunk's message: applies its objects, keeps their results, sends the next chunk's message, then
+ * records the progress (ETag-checked). A message for a chunk already applied is a duplicate; one for a chunk
+ * whose turn has not come is sent again a second later. An object the apply refuses (4xx) ends the operation
+ * as Failed, saying why; any other error is thrown (the queue tries the message again).
+ */
+export async function applyChunk(plane: ControlPlane, message: ApplyChunkMessage): Promise<void> {
+  const { operation, chunk } = message;
+  const current = await plane.applyOperations.operations.get(operation);
+  if (!current || current.value.state !== 'Running' || chunk < current.value.chunksApplied) return;
+  if (chunk > current.value.chunksApplied) {
+    await plane.applyOperations.queue.send(message, { delaySeconds: NOT_YET_SECONDS });
+    return;
+  }
+  const id = chunkId(operation, chunk);
+  const stored = await plane.applyOperations.chunks.get(id);
+  if (!stored) throw new Error(`apply operation ${operation}: chunk ${chunk} is missing`);
+  let results: ApplyChunkRecord['results'];
+  if (stored.value.objects.length === 0) results = stored.value.results;
+  else {
+    try {
+      const applied = await applyObjects(
+        plane,
+        stored.value.objects.map((o) => o.object),
+      );
+      results = applied.map((result, k) => ({ index: stored.value.objects[k].index, ...result }));
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.status >= 500) throw error;
+      await finish(plane, operation, chunk, { status: error.status, error: error.message, ...(error.errors.length > 0 ? { errors: error.errors } : {}) });
+      plane.log.warn('apply operation failed', { operation, chunk, ...errorFields(error) });
+      return;
+    }
+    // The results replace the objects: a redelivered message finds them and applies nothing again.
+    await plane.applyOperations.chunks.replace(id, { objects: [], results }, stored.etag);
+  }
+  const last = chunk + 1 >= current.value.chunks;
+  if (!last) await plane.applyOperations.queue.send({ operation, chunk: chunk + 1 });
+  await mutate(plane.applyOperations.operations, operation, (latest) => {
+    if (!latest || latest.value.chunksApplied !== chunk) return keep(undefined);
+    const counts = { ...latest.value.counts };
+    for (const r of results) counts[r.action]++;
+    const now = plane.clock.now().toISOString();
+    return write(
+      {
+        ...latest.value,
+        chunksApplied: chunk + 1,
+        applied: latest.value.applied + results.length,
+        counts,
+        updatedAt: now,
+        ...(last ? { state: 'Succeeded' as const, finishedAt: now } : {}),
+      },
+      undefined,
+    );
+  });
+  if (last) plane.log.info('apply operation succeeded', { operation, objects: current.value.total });
+}
+
+async function finish(plane: ControlPlane, operation: string, chunk: number, error: NonNullable<ApplyOperationRecord['error']>): Promise<void> {
+  await mutate(plane.applyOperations.operations, operation, (latest) => {
+    if (!latest || latest.value.state !== 'Running' || latest.value.chunksApplied !== chunk) return keep(undefined);
+    const now = plane.clock.now().toISOString();
+    return write({ ...latest.value, state: 'Failed' as const, updatedAt: now, finishedAt: now, error }, undefined);
+  });
+}
+
+/** GET /api/apply/operations/{id}: the operation, with every result once it has finished. */
+export async function getApplyOperation(plane: ControlPlane, id: string): Promise<ApplyOperationView | undefined> {
+  const found = await plane.applyOperations.operations.get(id);
+  if (!found) return undefined;
+  if (found.value.state === 'Running') return view(id, found.value);
+  const chunks = await Promise.all(Array.from({ length: found.value.chunksApplied }, (_, index) => plane.applyOperations.chunks.get(chunkId(id, index))));
+  const results = chunks
+    .flatMap((chunk) => chunk?.value.results ?? [])
+    .sort((a, b) => a.index - b.index)
+    .map(({ kind, name, action }) => ({ kind, name, action }));
+  return { ...view(id, found.value), results };
+}
+
+function view(id: string, record: ApplyOperationRecord): ApplyOperationView {
+  const { chunks: _chunks, chunksApplied: _applied, ...rest } = record;
+  return { id, ...rest };
+}
