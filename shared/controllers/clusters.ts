@@ -17,7 +17,7 @@ import type { ControlPlane } from './ports';
 import { ClusterUpdate, updateCluster } from './state/clusterWrites';
 import type { ApplyAction } from './state/derivation';
 import { clusterEvent } from './state/events';
-import { forgetFleet, loadTaintPolicies, noteFleetChange } from './state/reads';
+import { fleetCounts, forgetFleet, loadTaintPolicies, noteFleetChange } from './state/reads';
 import { clusterResource } from './views';
 
 /**
@@ -225,7 +225,12 @@ export async function reportClusterStatus(
   }
   // A due heartbeat is written on the version this process holds, with no read first (a stale one fails
   // its ETag and is decided again on a fresh read).
-  const listed = recent?.etag ? { value: recent.record, etag: recent.etag } : undefined;
+  // A cluster this process has not seen, that the fleet summary (read at most once a second) does not list
+  // either, is registering: it is created without a read first (one registered meanwhile by another host
+  // fails the create, and is read then).
+  const members = !recent && plane.config.autoRegisterClusters && options.registerUnknown !== false ? (await fleetCounts(plane)).members : undefined;
+  const registering = members !== undefined && !members.includes(name);
+  const listed = recent?.etag ? { value: recent.record, etag: recent.etag } : registering ? ('absent' as const) : undefined;
   const outcome = await updateCluster(plane, name, applyReport, undefined, { listed });
   if (outcome.record) accepted(outcome.record, outcome.etag);
   return { record: outcome.record!, etag: outcome.etag, transitioned };

@@ -29,12 +29,17 @@ export async function mutate<T, R>(
   store: DocumentStore<T>,
   id: string,
   change: (current: Versioned<T> | undefined, attempt: number) => Mutation<T, R> | Promise<Mutation<T, R>>,
-  /** A version the caller has just read: the first attempt uses it instead of reading again (unless it waited its turn). */
-  initial?: Versioned<T>,
+  /**
+   * A version the caller has just read: the first attempt uses it instead of reading again (unless it waited
+   * its turn). `absent`: the caller expects no document, and the first attempt creates without a read (a
+   * document there after all fails the create, and the next attempt reads it).
+   */
+  initial?: Versioned<T> | 'absent',
 ): Promise<{ result: R; etag?: string }> {
   return inTurn(store, id, async (waited) => {
     for (let attempt = 1; ; attempt++) {
-      const current = attempt === 1 && initial && !waited ? initial : await store.get(id);
+      const assumed = attempt === 1 && initial !== undefined && !waited;
+      const current = assumed ? (initial === 'absent' ? undefined : initial) : await store.get(id);
       const decision = await change(current, attempt);
       try {
         if (decision.kind === 'keep') return { result: decision.result, etag: current?.etag };

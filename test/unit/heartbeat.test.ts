@@ -101,6 +101,25 @@ describe('heartbeat coalescing (controller, injected clock)', () => {
     expect(spies.writes.every((w) => w.mock.calls.length === 0)).toBe(true);
   });
 
+  it('a cluster the fleet summary does not list registers with one write and no read; one registered meanwhile by another host is read and updated', async () => {
+    const env = memoryPlane();
+    await reportClusterStatus(env.plane, 'c1', ready);
+    const spies = counting(env);
+    await reportClusterStatus(env.plane, 'c2', ready);
+    expect(spies.get).toHaveBeenCalledTimes(0);
+    expect(spies.writes[0]).toHaveBeenCalledTimes(1);
+    expect((await env.clusters.get('c2'))?.value.conditions.map((c) => c.status)).toEqual(['True']);
+    // Another host, whose summary (read just before) does not list c3 yet: its create fails, it reads and updates.
+    const other = { ...env.plane, caches: new PlaneCaches() };
+    env.clock.set(at(0.5));
+    await reportClusterStatus(other, 'c3', ready);
+    const [create, replace] = spies.writes.map((spy) => spy.mock.calls.length);
+    await reportClusterStatus(env.plane, 'c3', { conditions: [{ type: 'Ready', status: 'False' as const }] });
+    // This host's summary, read half a second ago, does not list c3: the create is refused, the read and the update follow.
+    expect(spies.writes.map((spy) => spy.mock.calls.length)).toEqual([create + 1, replace + 1]);
+    expect((await env.clusters.get('c3'))?.value.conditions.map((c) => c.status)).toEqual(['False']);
+  });
+
   it('the monitor waits the grace period plus the window', async () => {
     const env = memoryPlane();
     await reportClusterStatus(env.plane, 'c1', ready);

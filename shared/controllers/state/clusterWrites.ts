@@ -34,8 +34,11 @@ export interface ClusterUpdateOutcome<R> {
 type Written<R> = { value: R; record?: ClusterRecord; changes: TaintChange[]; events: EventRecord[] };
 
 export interface ClusterUpdateOptions {
-  /** The version the caller just listed: the first attempt uses it instead of reading again. */
-  listed?: Versioned<ClusterRecord>;
+  /**
+   * The version the caller just listed: the first attempt uses it instead of reading again; `absent`: a
+   * cluster the caller expects to be new (the first attempt creates it without a read).
+   */
+  listed?: Versioned<ClusterRecord> | 'absent';
   /**
    * The caller plans a change of faulty taints itself, at once (the Karmada watch's evaluation): the taint
    * manager's message is then a safety net for a caller that dies mid-way, sent delayed so that its pass (a
