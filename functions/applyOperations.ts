@@ -1,6 +1,6 @@
 import { app, InvocationContext } from '@azure/functions';
 import { notFound } from '../shared/api/errors';
-import { applyChunk, getApplyOperation } from '../shared/controllers/applyOperations';
+import { applyChunks as applyOperationChunks, getApplyOperation } from '../shared/controllers/applyOperations';
 import { applyChunkMessage } from '../shared/controllers/ports';
 import { routeParams } from '../shared/http/pathParams';
 import { ALL_METHODS, allowMethods, httpFunction, json } from '../shared/http/respond';
@@ -19,11 +19,11 @@ export const applyOperation = httpFunction(async (req) => {
   return json(200, operation);
 });
 
-/** The next chunk of a background apply. */
+/** The next chunks of a background apply. */
 export async function applyChunks(message: unknown, ctx: InvocationContext): Promise<void> {
   const parsed = parseQueueMessage(applyChunkMessage, message, ctx, 'apply chunk');
   if (!parsed) return;
-  await applyChunk(invocationPlane(ctx), parsed);
+  await applyOperationChunks(invocationPlane(ctx), parsed);
 }
 
 app.http('applyOperation', { methods: [...ALL_METHODS], authLevel: 'anonymous', route: 'apply/operations/{name}', handler: applyOperation });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { ApiError } from '../../shared/api/errors';
-import { appliesInBackground, applyChunk, CHUNK_OBJECTS, getApplyOperation, startApplyOperation } from '../../shared/controllers/applyOperations';
+import { appliesInBackground, applyChunks, CHUNK_OBJECTS, getApplyOperation, startApplyOperation } from '../../shared/controllers/applyOperations';
 import type { ApplyChunkMessage } from '../../shared/controllers/ports';
 import { cluster } from '../helpers/fleet';
 import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
@@ -31,14 +31,17 @@ const policy = (group: string) => ({
   },
 });
 
+/** One chunk a message (no time for a second): what a message does when chunks are slow. */
+const applyChunk = (m: MemoryPlane, message: ApplyChunkMessage) => applyChunks(m.plane, message, 0);
+
 /** Runs the chunk messages as the queue would deliver them, until none is left. */
-async function drain(m: MemoryPlane): Promise<ApplyChunkMessage[]> {
+async function drain(m: MemoryPlane, budgetMs = 0): Promise<ApplyChunkMessage[]> {
   const handled: ApplyChunkMessage[] = [];
   for (let round = 0; round < 1000; round++) {
     const [next] = m.applyOperations.queue.takeAll();
     if (!next) return handled;
     handled.push(next.message);
-    await applyChunk(m.plane, next.message);
+    await applyChunks(m.plane, next.message, budgetMs);
   }
   throw new Error('the chunks did not end');
 }
@@ -59,6 +62,7 @@ describe('apply in the background', () => {
     const objects = decodeApplyDocuments([...Array.from({ length: count }, (_, i) => deployment(`web-${i}`, 'g')), cluster('m1'), cluster('m2'), policy('g')]);
     const started = await startApplyOperation(m.plane, objects);
     expect(started).toMatchObject({ state: 'Running', total: count + 3, applied: 0 });
+    // One chunk a message when each takes the whole budget (at most a message per chunk).
     expect((await drain(m)).map((message) => message.chunk)).toEqual([0, 1, 2]);
     const done = await getApplyOperation(m.plane, started.id);
     expect(done).toMatchObject({ state: 'Succeeded', total: count + 3, applied: count + 3, counts: { created: count + 3, configured: 0, unchanged: 0 } });
@@ -68,24 +72,33 @@ describe('apply in the background', () => {
     expect((await m.applyOperations.chunks.list()).every((chunk) => chunk.value.objects.length === 0)).toBe(true);
   });
 
-  it('a redelivered message applies nothing again; one that comes before its turn is sent again, a second later', async () => {
+  it('applies the chunks back to back within its time budget: one message for a request whose chunks are quick', async () => {
     const m = memoryPlane();
-    const objects = decodeApplyDocuments(Array.from({ length: CHUNK_OBJECTS + 1 }, (_, i) => cluster(`c-${i}`)));
+    const objects = decodeApplyDocuments(Array.from({ length: CHUNK_OBJECTS * 2 + 1 }, (_, i) => cluster(`c-${i}`)));
+    const { id } = await startApplyOperation(m.plane, objects);
+    expect((await drain(m, 60_000)).map((message) => message.chunk)).toEqual([0]);
+    expect(await getApplyOperation(m.plane, id)).toMatchObject({ state: 'Succeeded', applied: CHUNK_OBJECTS * 2 + 1 });
+  });
+
+  it('a message before its turn is sent again a second later; a redelivered one resumes where the operation stands, applying nothing twice', async () => {
+    const m = memoryPlane();
+    const objects = decodeApplyDocuments(Array.from({ length: CHUNK_OBJECTS * 2 + 1 }, (_, i) => cluster(`c-${i}`)));
     const { id } = await startApplyOperation(m.plane, objects);
     const [first] = m.applyOperations.queue.takeAll();
     // The second chunk's message arrives before the first was applied: back in the queue, delayed.
-    await applyChunk(m.plane, { operation: id, chunk: 1 });
+    await applyChunk(m, { operation: id, chunk: 1 });
     expect(m.applyOperations.queue.takeAll().map((s) => [s.message.chunk, s.delaySeconds])).toEqual([[1, 1]]);
-    await applyChunk(m.plane, first.message);
-    const progress = await getApplyOperation(m.plane, id);
-    expect(progress).toMatchObject({ state: 'Running', applied: CHUNK_OBJECTS });
-    // The first chunk's message again (a redelivery): nothing changes, no second message for chunk 1.
-    const next = m.applyOperations.queue.takeAll();
-    await applyChunk(m.plane, first.message);
-    expect(m.applyOperations.queue.takeAll()).toEqual([]);
-    expect((await getApplyOperation(m.plane, id))!.applied).toBe(CHUNK_OBJECTS);
-    await applyChunk(m.plane, next[0].message);
-    expect(await getApplyOperation(m.plane, id)).toMatchObject({ state: 'Succeeded', applied: CHUNK_OBJECTS + 1, counts: { created: CHUNK_OBJECTS + 1 } });
+    await applyChunk(m, first.message);
+    expect(await getApplyOperation(m.plane, id)).toMatchObject({ state: 'Running', applied: CHUNK_OBJECTS });
+    expect(m.applyOperations.queue.takeAll().map((s) => s.message.chunk)).toEqual([1]);
+    // The first chunk's message again (redelivered: its invocation died after recording): it goes on from chunk 1.
+    await applyChunk(m, first.message);
+    await drain(m);
+    expect(await getApplyOperation(m.plane, id)).toMatchObject({
+      state: 'Succeeded',
+      applied: CHUNK_OBJECTS * 2 + 1,
+      counts: { created: CHUNK_OBJECTS * 2 + 1, unchanged: 0 },
+    });
   });
 
   it('a chunk whose progress was not recorded (the process died) is not applied again: its stored results count, and the operation goes on', async () => {
@@ -96,10 +109,10 @@ describe('apply in the background', () => {
     // The chunk's results are written, then the process dies before the progress.
     const replace = m.applyOperations.operations.replace.bind(m.applyOperations.operations);
     m.applyOperations.operations.replace = () => Promise.reject(new Error('the process died'));
-    await expect(applyChunk(m.plane, first.message)).rejects.toThrow('the process died');
+    await expect(applyChunk(m, first.message)).rejects.toThrow('the process died');
     m.applyOperations.operations.replace = replace;
     m.applyOperations.queue.takeAll();
-    await applyChunk(m.plane, first.message);
+    await applyChunk(m, first.message);
     await drain(m);
     expect(await getApplyOperation(m.plane, id)).toMatchObject({ state: 'Succeeded', applied: CHUNK_OBJECTS + 1, counts: { created: CHUNK_OBJECTS + 1 } });
   });
@@ -108,7 +121,7 @@ describe('apply in the background', () => {
     const m = memoryPlane();
     const objects = decodeApplyDocuments(Array.from({ length: CHUNK_OBJECTS * 2 }, (_, i) => cluster(`c-${i}`)));
     const { id } = await startApplyOperation(m.plane, objects);
-    await applyChunk(m.plane, m.applyOperations.queue.takeAll()[0].message);
+    await applyChunk(m, m.applyOperations.queue.takeAll()[0].message);
     const create = m.clusters.create.bind(m.clusters);
     m.clusters.create = () => Promise.reject(new ApiError(409, 'Cluster c-250 changed while it was applied'));
     await drain(m);
