@@ -14,16 +14,16 @@ import type { ApplyChunkMessage, ControlPlane } from './ports';
  * limit (Azure's front end answers 504 after 230 s, while the request goes on or is cut) is validated and
  * refused up front as a whole, as any apply, then stored in chunks and answered 202 at once. Queue messages
  * apply the chunks one after another (each chunk's objects through the same `applyObjects`), recording each
- * chunk's results and the operation's progress. So a large request is never cut part-way without its caller knowing where: the operation says
- * how many objects are applied, and why it stopped if it did.
+ * chunk's results and the operation's progress. So a large request is never cut part-way without its caller
+ * knowing where: the operation says how many objects are applied, and why it stopped if it did.
  *
  * Objects go in the order `applyObjects` gives them (the app's own kinds in the order given, then the
- * resource templates), so a chunk of templates comes after every policy of the request. Applying is
- * idempotent: a chunk applied twice (its message redelivered after a crash) answers `unchanged` the second
- * time and changes nothing.
+ * resource templates), so a chunk of templates comes after every policy of the request. A chunk whose
+ * results are stored is not applied again; one applied but not yet stored (its invocation died) is applied
+ * again, which changes nothing: applying is idempotent.
  */
 
-/** Objects of one chunk at most: a chunk is one queue invocation's work. */
+/** Objects of one chunk at most: the unit of progress (a crash repeats at most one chunk). */
 export const CHUNK_OBJECTS = 250;
 /** JSON bytes of one chunk's objects at most (its document is one storage entity of 1 MiB, UTF-16 in places). */
 const CHUNK_BYTES = 256 * 1024;
