@@ -74,7 +74,28 @@ export async function startApplyOperation(plane: ControlPlane, objects: AppliedO
   await plane.applyOperations.operations.create(id, record);
   await plane.applyOperations.queue.send({ operation: id, chunk: 0 });
   plane.log.info('apply operation started', { operation: id, objects: objects.length, chunks: chunks.length });
+  await forgetFinished(plane);
   return view(id, record);
+}
+
+/** How long a finished operation and its results stay readable. */
+export const FINISHED_KEPT_MS = 7 * 24 * 3600_000;
+
+/**
+ * Deletes the operations finished more than FINISHED_KEPT_MS ago, their chunks first (an operation without its
+ * chunks is never left readable). Run when an operation starts: the table holds what the last week started.
+ */
+async function forgetFinished(plane: ControlPlane): Promise<void> {
+  const before = plane.clock.now().getTime() - FINISHED_KEPT_MS;
+  const old = await plane.applyOperations.operations.list((op) => op.state !== 'Running' && Date.parse(op.finishedAt ?? op.updatedAt) < before);
+  for (const { id, value, etag } of old) {
+    await mapConcurrent(
+      Array.from({ length: value.chunks }, (_, index) => chunkId(id, index)),
+      8,
+      (chunk) => plane.applyOperations.chunks.delete(chunk),
+    );
+    await plane.applyOperations.operations.delete(id, etag).catch(() => undefined);
+  }
 }
 
 /**

@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { ApiError } from '../../shared/api/errors';
-import { appliesInBackground, applyChunks, CHUNK_OBJECTS, getApplyOperation, startApplyOperation } from '../../shared/controllers/applyOperations';
+import {
+  appliesInBackground,
+  applyChunks,
+  CHUNK_OBJECTS,
+  FINISHED_KEPT_MS,
+  getApplyOperation,
+  startApplyOperation,
+} from '../../shared/controllers/applyOperations';
 import type { ApplyChunkMessage } from '../../shared/controllers/ports';
 import { cluster } from '../helpers/fleet';
 import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
@@ -130,6 +137,21 @@ describe('apply in the background', () => {
     expect(failed).toMatchObject({ state: 'Failed', applied: CHUNK_OBJECTS, error: { status: 409, error: 'Cluster c-250 changed while it was applied' } });
     expect(failed!.results).toHaveLength(CHUNK_OBJECTS);
     expect(await m.clusters.get(`c-${CHUNK_OBJECTS * 2 - 1}`)).toBeUndefined();
+  });
+
+  it('forgets operations finished more than FINISHED_KEPT_MS ago, with their chunks, when another starts', async () => {
+    const m = memoryPlane();
+    const { id } = await startApplyOperation(m.plane, decodeApplyDocuments([cluster('a')]));
+    await drain(m);
+    m.clock.advance(FINISHED_KEPT_MS - 1000);
+    const { id: second } = await startApplyOperation(m.plane, decodeApplyDocuments([cluster('b')]));
+    expect(await getApplyOperation(m.plane, id)).toMatchObject({ state: 'Succeeded' });
+    await drain(m);
+    m.clock.advance(2000);
+    await startApplyOperation(m.plane, decodeApplyDocuments([cluster('c')]));
+    expect(await getApplyOperation(m.plane, id)).toBeUndefined();
+    expect((await m.applyOperations.chunks.list()).some((chunk) => chunk.id.startsWith(id))).toBe(false);
+    expect(await getApplyOperation(m.plane, second)).toMatchObject({ state: 'Succeeded' });
   });
 
   it('refuses up front, as a whole, what it could not store', async () => {
