@@ -376,6 +376,27 @@ async function applicationFailoverDelay(runs: number, tolerationSeconds: number)
   }
 }
 
+/** A PropagationPolicy of every Deployment in `default`, onto `clusters`. */
+const allDeploymentsPolicy = (clusters: string[]) => ({
+  apiVersion: 'policy.karmada.io/v1alpha1',
+  kind: 'PropagationPolicy',
+  metadata: { name: 'all-deployments', namespace: 'default' },
+  spec: { resourceSelectors: [{ apiVersion: 'apps/v1', kind: 'Deployment' }], placement: { clusterAffinity: { clusterNames: clusters } } },
+});
+
+/** `count` Deployments app-0, app-1, … in `default`. */
+const bulkDeployments = (count: number) =>
+  Array.from({ length: count }, (_, i) => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: `app-${i}`, labels: { app: `app-${i}` } },
+    spec: {
+      replicas: 2,
+      selector: { matchLabels: { app: `app-${i}` } },
+      template: { metadata: { labels: { app: `app-${i}` } }, spec: { containers: [{ name: 'app', image: 'nginx' }] } },
+    },
+  }));
+
 /**
  * The detector at scale: `count` Deployments and their PropagationPolicy decoded and applied as one request
  * (below the HTTP layer, whose body limit a bulk import raises with MAX_REQUEST_BODY_BYTES), then a policy
@@ -385,28 +406,13 @@ async function templatesRun(count: number) {
   const env = await startTestStorage();
   try {
     const plane = createControlPlane(env.storage, loadConfig({}), { log: silentLogger });
-    const policy = (clusters: string[]) => ({
-      apiVersion: 'policy.karmada.io/v1alpha1',
-      kind: 'PropagationPolicy',
-      metadata: { name: 'all-deployments', namespace: 'default' },
-      spec: { resourceSelectors: [{ apiVersion: 'apps/v1', kind: 'Deployment' }], placement: { clusterAffinity: { clusterNames: clusters } } },
-    });
-    const deployments = Array.from({ length: count }, (_, i) => ({
-      apiVersion: 'apps/v1',
-      kind: 'Deployment',
-      metadata: { name: `app-${i}`, labels: { app: `app-${i}` } },
-      spec: {
-        replicas: 2,
-        selector: { matchLabels: { app: `app-${i}` } },
-        template: { metadata: { labels: { app: `app-${i}` } }, spec: { containers: [{ name: 'app', image: 'nginx' }] } },
-      },
-    }));
+    const deployments = bulkDeployments(count);
     let started = performance.now();
-    await applyDecoded(plane, decodeApplyDocuments([policy(['member1', 'member2']), ...deployments]));
+    await applyDecoded(plane, decodeApplyDocuments([allDeploymentsPolicy(['member1', 'member2']), ...deployments]));
     const applySeconds = (performance.now() - started) / 1000;
     const bindings = (await plane.bindings.list()).length;
     started = performance.now();
-    await applyDecoded(plane, decodeApplyDocuments([policy(['member1', 'member3'])]));
+    await applyDecoded(plane, decodeApplyDocuments([allDeploymentsPolicy(['member1', 'member3'])]));
     const rederiveSeconds = (performance.now() - started) / 1000;
     const moved = (await plane.bindings.list()).filter((b) => b.value.spec.placement?.clusterAffinity?.clusterNames?.includes('member3')).length;
     return {
@@ -431,24 +437,7 @@ async function templatesRun(count: number) {
 async function backgroundApplyRun(count: number) {
   const host = await startHostProcess({ MAX_REQUEST_BODY_BYTES: String(100 * 1024 * 1024) });
   try {
-    const objects = [
-      {
-        apiVersion: 'policy.karmada.io/v1alpha1',
-        kind: 'PropagationPolicy',
-        metadata: { name: 'all-deployments', namespace: 'default' },
-        spec: { resourceSelectors: [{ apiVersion: 'apps/v1', kind: 'Deployment' }], placement: { clusterAffinity: { clusterNames: ['member1', 'member2'] } } },
-      },
-      ...Array.from({ length: count }, (_, i) => ({
-        apiVersion: 'apps/v1',
-        kind: 'Deployment',
-        metadata: { name: `app-${i}`, labels: { app: `app-${i}` } },
-        spec: {
-          replicas: 2,
-          selector: { matchLabels: { app: `app-${i}` } },
-          template: { metadata: { labels: { app: `app-${i}` } }, spec: { containers: [{ name: 'app', image: 'nginx' }] } },
-        },
-      })),
-    ];
+    const objects = [allDeploymentsPolicy(['member1', 'member2']), ...bulkDeployments(count)];
     const body = JSON.stringify(objects);
     const started = performance.now();
     const res = await fetch(`${host.url}/api/apply`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
