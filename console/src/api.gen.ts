@@ -2386,7 +2386,7 @@ export interface components {
         configured: number;
         unchanged: number;
       };
-      /** @description why it stopped (state Failed); the objects after `applied` were not applied */
+      /** @description why it stopped (state Failed); the first `applied` objects were applied, the chunk it stopped in up to the object the error names, none after it */
       error?: {
         error: string;
         errors?: {

@@ -4,6 +4,7 @@ import type { AppliedObject } from '../api/decode';
 import { ApiError } from '../api/errors';
 import { mapConcurrent } from '../concurrency';
 import { keep, mutate, write } from '../store/optimistic';
+import { ConcurrencyError } from '../store/ports';
 import type { ApplyChunkRecord, ApplyOperationRecord } from '../store/records';
 import { errorFields } from '../telemetry/log';
 import { applyObjects, refuseUnstorable } from './apply';
@@ -94,7 +95,10 @@ async function forgetFinished(plane: ControlPlane): Promise<void> {
       8,
       (chunk) => plane.applyOperations.chunks.delete(chunk),
     );
-    await plane.applyOperations.operations.delete(id, etag).catch(() => undefined);
+    // Deleted by another operation's start meanwhile: nothing left to do.
+    await plane.applyOperations.operations.delete(id, etag).catch((error: unknown) => {
+      if (!(error instanceof ConcurrencyError)) throw error;
+    });
   }
 }
 

@@ -300,7 +300,9 @@ export const applyOperationSchema = z.strictObject({
   error: errorBodySchema
     .extend({ status: z.number().int() })
     .optional()
-    .describe('why it stopped (state Failed); the objects after `applied` were not applied'),
+    .describe(
+      'why it stopped (state Failed); the first `applied` objects were applied, the chunk it stopped in up to the object the error names, none after it',
+    ),
   results: applyAnswerSchema.shape.results.optional().describe('once finished: every object applied, in the order given'),
 });
 export type ApplyOperationView = z.infer<typeof applyOperationSchema>;
