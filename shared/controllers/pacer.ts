@@ -3,7 +3,7 @@ import type { EvictionRecord } from '../failover/bindingModel';
 import { bypassesGate } from '../failover/drain';
 import { assignSlots, directStartLeads, earliestSlot, slotHorizon, SlotLeads } from '../failover/evictionDecision';
 import { evictionRowId, park, postpone, schedule } from '../failover/evictionRow';
-import { orderDue } from '../failover/priority';
+import { interleave, turnsOf } from '../failover/priority';
 import type { DueGroup, PacerState, VersionedEviction } from '../store/ports';
 import { errorFields } from '../telemetry/log';
 import { ATTR, inSpan, recordSpan } from '../telemetry/tracing';
@@ -175,8 +175,9 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   const firstSlot = Math.max(nextSlotAt, earliestSlot(nextSlotAt, nowMs, leads));
   const limit = Math.ceil(((horizon - firstSlot) * health.rate) / 1000) + 1;
   // One bucket per (due key, cluster): rows of one due time, priority and holding budget, across the
-  // cluster's shards. Buckets go in the queue's order (shared/failover/priority.ts: due rows by priority,
-  // then due time; a row due for STARVATION_SECONDS goes first whatever its priority).
+  // cluster's shards. Buckets go in the queue's order, cut into turns (shared/failover/priority.ts: due rows
+  // by priority, clusters taking turns within one; a row due for STARVATION_SECONDS goes first whatever its
+  // priority).
   const byKey = new Map<string, DueGroup[]>();
   for (const group of groups) {
     const id = `${group.parkedFor ?? ''}|${group.priority ?? 0}|${group.dueAt}|${group.cluster}`;
@@ -184,54 +185,55 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
     if (bucket) bucket.push(group);
     else byKey.set(id, [group]);
   }
-  const buckets = orderDue(
-    [...byKey.values()].map((bucket) => ({ bucket, priority: bucket[0].priority ?? 0, dueAt: Date.parse(bucket[0].dueAt) })),
+  const turns = turnsOf(
+    [...byKey.values()].map((bucket) => ({
+      bucket,
+      cluster: bucket[0].cluster,
+      parkedFor: bucket[0].parkedFor,
+      priority: bucket[0].priority ?? 0,
+      dueAt: Date.parse(bucket[0].dueAt),
+    })),
     nowMs + MIN_SLOT_LEAD_MS,
-  ).map((c) => c.bucket);
+  );
   // FailoverBudgets: read only when there is something to release (an idle tick reads none).
   const gate = groups.length > 0 ? await (budgetsRead ?? BudgetGate.open(plane, now)) : undefined;
   const ready: Ready[] = [];
-  const exhausted: DueGroup[] = [];
   /** Groups with a row the gate holds: kept for when the gate opens. */
   const gated = new Set<string>();
   let parkable = MAX_PARKED_PER_TICK;
-  for (const bucket of buckets) {
-    if (ready.length >= limit) break;
-    const { dueAt, cluster, priority, parkedFor } = bucket[0];
-    // A budget's waiting rows are read only when it has room again.
-    if (parkedFor !== undefined && !(await gate!.hasRoom(parkedFor))) continue;
-    const seen = new Set<string>();
-    /** Rows of this bucket taken or held by the gate this tick: still pending, so read again by a second round. */
-    let stillPending = 0;
-    let asked = 0;
-    let rows: VersionedEviction[] = [];
-    let full = false;
-    for (let round = 0; round < MAX_ROUNDS && !full; round++) {
-      asked = stillPending + (limit - ready.length) + 1;
-      rows = await plane.ledger.pendingDue(cluster, dueAt, asked, { priority, parkedFor });
+  const cursors: BucketCursor[] = [];
+
+  /** Takes up to `want` rows of a bucket into `out`, from where earlier calls this pass left it; how many it took. */
+  const take = async (cursor: BucketCursor, want: number, out: Ready[]): Promise<number> => {
+    const { dueAt, cluster, priority, parkedFor } = cursor.bucket[0];
+    let taken = 0;
+    for (let round = 0; round < MAX_ROUNDS && !cursor.full; round++) {
+      cursor.asked = cursor.stillPending + (want - taken) + 1;
+      cursor.rows = await plane.ledger.pendingDue(cluster, dueAt, cursor.asked, { priority, parkedFor });
       const toPark: Parking[] = [];
-      for (const row of rows) {
-        if (seen.has(row.record.bindingKey)) continue;
-        if (ready.length >= limit) break;
+      for (const row of cursor.rows) {
+        if (cursor.seen.has(row.record.bindingKey)) continue;
+        if (taken >= want) break;
         const group = plane.ledger.dueGroupOf(row.record);
         if (gateOff && !bypassesGate(row.record)) {
-          seen.add(row.record.bindingKey);
-          stillPending++;
+          cursor.seen.add(row.record.bindingKey);
+          cursor.stillPending++;
           gated.add(group);
           continue;
         }
         const { admission, budgets } = await gate!.admit(row.record);
         if (admission.allowed) {
-          seen.add(row.record.bindingKey);
-          stillPending++;
+          cursor.seen.add(row.record.bindingKey);
+          cursor.stillPending++;
           await gate!.reserve(row.record, budgets, 'pacer');
-          ready.push({ ...row, group, budgets });
+          out.push({ ...row, group, budgets });
+          taken++;
         } else if (admission.blockedBy === parkedFor) {
           // The budget holding this bucket filled up again this tick: its other rows wait as they are.
-          full = true;
+          cursor.full = true;
           break;
         } else {
-          seen.add(row.record.bindingKey);
+          cursor.seen.add(row.record.bindingKey);
           toPark.push({ row, blockedBy: admission.blockedBy, limit: admission.limit, inFlight: admission.inFlight });
         }
       }
@@ -239,13 +241,45 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
       await parkForBudgets(plane, toPark, now);
       parkable -= toPark.length;
       // Rows behind the ones that now wait are read in another round, while this tick may still park.
-      if (rows.length < asked || ready.length >= limit || parkable <= 0) break;
+      if (cursor.rows.length < cursor.asked || taken >= want || parkable <= 0) break;
     }
-    // The groups the ledger has read past hold nothing more due: those before the first row read and not
-    // handled; all of them when the read came back short; those before the last row when it came back full.
-    const firstLeft = rows.find((row) => !seen.has(row.record.bindingKey));
-    const readPast = firstLeft ?? (rows.length < asked && !full ? undefined : rows[rows.length - 1]);
-    exhausted.push(...plane.ledger.groupsBefore(bucket, readPast?.record));
+    return taken;
+  };
+
+  for (const turn of turns) {
+    if (ready.length >= limit) break;
+    // A budget's waiting rows are read only when it has room again (such a bucket is a turn of its own).
+    const parkedFor = turn[0][0].bucket[0].parkedFor;
+    if (parkedFor !== undefined && !(await gate!.hasRoom(parkedFor))) continue;
+    const lanes = turn.map((lane) => ({ cursors: lane.map(({ bucket }) => newCursor(bucket)), at: 0, taken: [] as Ready[] }));
+    let active = lanes;
+    // The room left is shared out evenly among the lanes that still have rows, until it is used or they run out.
+    while (active.length > 0) {
+      const room = limit - ready.length - lanes.reduce((sum, lane) => sum + lane.taken.length, 0);
+      if (room <= 0) break;
+      const share = Math.ceil(room / active.length);
+      for (const lane of active) {
+        let want = Math.min(share, limit - ready.length - lanes.reduce((sum, l) => sum + l.taken.length, 0));
+        while (want > 0 && lane.at < lane.cursors.length) {
+          const cursor = lane.cursors[lane.at];
+          if (cursor.asked === 0) cursors.push(cursor);
+          const taken = await take(cursor, want, lane.taken);
+          want -= taken;
+          // Fewer than asked, or a read that came back short: the bucket has no more that can go this tick.
+          if (want > 0 || (cursor.rows.length < cursor.asked && !cursor.full)) lane.at++;
+        }
+      }
+      active = active.filter((lane) => lane.at < lane.cursors.length);
+    }
+    ready.push(...interleave(lanes.map((lane) => lane.taken)));
+  }
+  // The groups the ledger has read past hold nothing more due: those before the first row read and not
+  // handled; all of them when the read came back short; those before the last row when it came back full.
+  const exhausted: DueGroup[] = [];
+  for (const cursor of cursors) {
+    const firstLeft = cursor.rows.find((row) => !cursor.seen.has(row.record.bindingKey));
+    const readPast = firstLeft ?? (cursor.rows.length < cursor.asked && !cursor.full ? undefined : cursor.rows[cursor.rows.length - 1]);
+    exhausted.push(...plane.ledger.groupsBefore(cursor.bucket, readPast?.record));
   }
   // The leads count from now, not from the tick's start: the reads above may have been slow, and a slot
   // whose message goes out later than its lead allows is missed by the worker.
@@ -349,6 +383,21 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
 const MAX_ROUNDS = 8;
 /** Rows that start waiting for a budget in one tick, at most (the rest on the next tick). */
 export const MAX_PARKED_PER_TICK = 256;
+
+/** Where a pass stands in one bucket: its last read and the rows of it already taken or held. */
+interface BucketCursor {
+  bucket: DueGroup[];
+  seen: Set<string>;
+  /** Rows taken or held by the gate this pass: still pending, so read again by a later read. */
+  stillPending: number;
+  /** Rows the last read asked for (0: not read yet). */
+  asked: number;
+  rows: VersionedEviction[];
+  /** The budget holding the bucket filled up again. */
+  full: boolean;
+}
+
+const newCursor = (bucket: DueGroup[]): BucketCursor => ({ bucket, seen: new Set(), stillPending: 0, asked: 0, rows: [], full: false });
 
 interface Ready extends VersionedEviction {
   /** Its due group's row key. */

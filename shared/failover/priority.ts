@@ -1,7 +1,8 @@
 /**
  * The order in which the pacer hands out send slots (pure). Within the paced queue, due evictions go out by
- * the binding's `spec.schedulePriority.priority` (Karmada's field; higher first), then by due time. The rate
- * is not changed by any of this: only which row takes the next slot.
+ * the binding's `spec.schedulePriority.priority` (Karmada's field; higher first); among due rows of one
+ * priority the failed clusters take turns (turnsOf), each cluster's rows by due time. The rate is not changed
+ * by any of this: only which row takes the next slot.
  *
  * Starvation bound (aging by a hard deadline): a row that has been due for STARVATION_SECONDS or longer is
  * *starving*, and starving rows go before every other row, oldest due time first, whatever their
@@ -59,4 +60,57 @@ export function compareDue(a: DueCandidate, b: DueCandidate, now: number, starva
 /** The candidates in the pacer's order (a stable sort: equal ones keep their order). */
 export function orderDue<T extends DueCandidate>(candidates: readonly T[], now: number, starvationMs = STARVATION_SECONDS * 1000): T[] {
   return [...candidates].sort((a, b) => compareDue(a, b, now, starvationMs));
+}
+
+/** A candidate of one cluster: a row, or a bucket of one cluster's rows sharing a due time. */
+export interface ClusterCandidate extends DueCandidate {
+  cluster: string;
+  /** The FailoverBudget a row waits for: such rows keep their own place in line. */
+  parkedFor?: string;
+}
+
+/**
+ * The pacer's order (orderDue) cut into turns. Rows that are due, not starving and not waiting for a budget,
+ * and that share a priority, form one turn in which clusters take slots in turn: when several clusters fail
+ * together, each one's first eviction goes within a slot or so of the others' instead of after every row of
+ * the clusters planned before it. Every other candidate is a turn of its own. A turn is a list of lanes,
+ * one per cluster in the order of its first candidate, each lane in the pacer's order. The starvation bound
+ * above holds: starving rows are turns of their own, oldest first, before every shared one.
+ */
+export function turnsOf<T extends ClusterCandidate>(candidates: readonly T[], now: number, starvationMs = STARVATION_SECONDS * 1000): T[][][] {
+  const turns: T[][][] = [];
+  let shared: { priority: number; lanes: Map<string, T[]> } | undefined;
+  for (const candidate of orderDue(candidates, now, starvationMs)) {
+    const shares = candidate.dueAt <= now && candidate.parkedFor === undefined && !isStarving(candidate, now, starvationMs);
+    if (!shares) {
+      shared = undefined;
+      turns.push([[candidate]]);
+      continue;
+    }
+    if (!shared || shared.priority !== candidate.priority) {
+      shared = { priority: candidate.priority, lanes: new Map() };
+      turns.push([]);
+    }
+    const lane = shared.lanes.get(candidate.cluster);
+    if (lane) lane.push(candidate);
+    else {
+      const fresh = [candidate];
+      shared.lanes.set(candidate.cluster, fresh);
+      turns[turns.length - 1].push(fresh);
+    }
+  }
+  return turns;
+}
+
+/** The lanes of a turn taken in turn: each lane's first, then each one's second, and so on. */
+export function interleave<T>(lanes: readonly (readonly T[])[]): T[] {
+  const out: T[] = [];
+  const longest = Math.max(0, ...lanes.map((lane) => lane.length));
+  for (let i = 0; i < longest; i++) for (const lane of lanes) if (i < lane.length) out.push(lane[i]);
+  return out;
+}
+
+/** Single rows in the pacer's order: turns one after another, clusters taking turns within each. */
+export function orderRows<T extends ClusterCandidate>(candidates: readonly T[], now: number, starvationMs = STARVATION_SECONDS * 1000): T[] {
+  return turnsOf(candidates, now, starvationMs).flatMap((turn) => interleave(turn));
 }

@@ -1,8 +1,10 @@
 import { assignSlots, earliestSlot } from './evictionDecision';
+import { orderRows } from './priority';
 
 /**
- * When each waiting eviction would run at a given rate, pure: the pacer's own order (due time, then cluster,
- * then binding) and slot rule (assignSlots), without its look-ahead window. Rows already scheduled keep
+ * When each waiting eviction would run at a given rate, pure: the pacer's own order (orderRows: rows due by
+ * the first slot with clusters taking turns, oldest cluster first; later ones by due time; within a cluster by
+ * due time, then binding) and slot rule (assignSlots), without its look-ahead window or priorities. Rows already scheduled keep
  * their slot. Used by the queue summary's ETAs and by what-if.
  */
 export interface WaitingRow {
@@ -28,10 +30,14 @@ export function forecastSlots(
   const slots = new Map<string, number>();
   for (const row of rows) if (row.scheduledFor !== undefined) slots.set(row.id, row.scheduledFor);
   if (rate <= 0) return slots;
-  const pending = rows
-    .filter((row) => row.scheduledFor === undefined)
-    .sort((a, b) => a.dueAt - b.dueAt || compare(a.cluster, b.cluster) || compare(a.bindingKey, b.bindingKey));
   const start = running ? earliestSlot(nextSlotAt, running.now, { freshMs: earliest - running.now, deliveryMs: running.deliveryLeadMs }) : earliest;
+  const pending = orderRows(
+    rows
+      .filter((row) => row.scheduledFor === undefined)
+      .sort((a, b) => a.dueAt - b.dueAt || compare(a.cluster, b.cluster) || compare(a.bindingKey, b.bindingKey))
+      .map((row) => ({ ...row, priority: 0 })),
+    Math.max(start, nextSlotAt),
+  );
   const assigned = assignSlots(
     pending.map((row) => row.dueAt),
     nextSlotAt,

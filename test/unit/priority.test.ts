@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { compareDue, DueCandidate, isStarving, orderDue, STARVATION_SECONDS } from '../../shared/failover/priority';
+import {
+  ClusterCandidate,
+  compareDue,
+  DueCandidate,
+  interleave,
+  isStarving,
+  orderDue,
+  orderRows,
+  STARVATION_SECONDS,
+  turnsOf,
+} from '../../shared/failover/priority';
 
 /** The pacer's order (pure): priority, then due time; a row due for STARVATION_SECONDS goes first. */
 
@@ -96,5 +106,62 @@ describe('starvation bound: no row waits for ever behind a stream of higher-prio
     // Without the bound the low row never goes while higher-priority rows keep coming.
     const unbounded = simulate({ rate, arrivalsPerSecond, backlog, seconds: horizon, starvationMs: Number.POSITIVE_INFINITY });
     expect(unbounded.get('low')).toBeUndefined();
+  });
+});
+
+describe('turnsOf and orderRows: failed clusters take turns among due rows of one priority', () => {
+  const now = 10 * N;
+  type Row = ClusterCandidate & { id: string };
+  const row = (id: string, cluster: string, dueAgoMs: number, extra: Partial<Row> = {}): Row => ({ id, cluster, priority: 0, dueAt: now - dueAgoMs, ...extra });
+  const cases: Array<{ name: string; rows: Row[]; want: string[]; turns?: string[][][] }> = [
+    {
+      name: "two clusters planned a few seconds apart: each one's first row before the first cluster's second",
+      rows: [row('a1', 'a', 5000), row('a2', 'a', 5000), row('a3', 'a', 5000), row('b1', 'b', 1000), row('b2', 'b', 1000)],
+      want: ['a1', 'b1', 'a2', 'b2', 'a3'],
+      turns: [
+        [
+          ['a1', 'a2', 'a3'],
+          ['b1', 'b2'],
+        ],
+      ],
+    },
+    {
+      name: 'the cluster due first leads each round; within a cluster, due order',
+      rows: [row('b1', 'b', 1000), row('a2', 'a', 3000), row('a1', 'a', 4000), row('c1', 'c', 2000)],
+      want: ['a1', 'c1', 'b1', 'a2'],
+    },
+    {
+      name: 'a higher priority goes first, its clusters taking turns among themselves',
+      rows: [
+        row('a1', 'a', 9000),
+        row('a2', 'a', 9000),
+        row('b1', 'b', 100, { priority: 5 }),
+        row('c1', 'c', 200, { priority: 5 }),
+        row('c2', 'c', 200, { priority: 5 }),
+      ],
+      want: ['c1', 'b1', 'c2', 'a1', 'a2'],
+      turns: [[['c1', 'c2'], ['b1']], [['a1', 'a2']]],
+    },
+    {
+      name: 'starving rows go first, oldest first, each a turn of its own',
+      rows: [row('a1', 'a', 1000), row('s2', 'b', N + 10), row('s1', 'a', N + 20), row('b1', 'b', 2000)],
+      want: ['s1', 's2', 'b1', 'a1'],
+      turns: [[['s1']], [['s2']], [['b1'], ['a1']]],
+    },
+    {
+      name: 'rows not yet due and rows waiting for a budget keep their own place',
+      rows: [row('f1', 'a', -1000), row('p1', 'b', 3000, { parkedFor: 'ns/budget' }), row('a1', 'a', 2000), row('b1', 'b', 1000)],
+      want: ['p1', 'a1', 'b1', 'f1'],
+      turns: [[['p1']], [['a1'], ['b1']], [['f1']]],
+    },
+  ];
+  it.each(cases)('$name', ({ rows, want, turns }) => {
+    expect(orderRows(rows, now).map((r) => r.id)).toEqual(want);
+    if (turns) expect(turnsOf(rows, now).map((turn) => turn.map((lane) => lane.map((r) => r.id)))).toEqual(turns);
+  });
+
+  it("interleave takes each lane's first, then each one's second", () => {
+    expect(interleave([[1, 2, 3], [10], [20, 21]])).toEqual([1, 10, 20, 2, 21, 3]);
+    expect(interleave<number>([])).toEqual([]);
   });
 });

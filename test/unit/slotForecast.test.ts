@@ -29,6 +29,13 @@ describe('forecastSlots (the pacer order and spacing, without its window)', () =
       rate: 1,
       want: { y: 1500, z: 2500 },
     },
+    {
+      name: 'clusters due together take turns, the one due first leading',
+      rows: [row('a1', 0), row('a2', 0), row('a3', 0), row('b1', 500, { cluster: 'm2' }), row('b2', 500, { cluster: 'm2' })],
+      nextSlotAt: 0,
+      rate: 1,
+      want: { a1: 1500, b1: 2500, a2: 3500, b2: 4500, a3: 5500 },
+    },
     { name: 'rate 0 forecasts nothing', rows: [row('a', 0)], nextSlotAt: 0, rate: 0, want: {} },
   ];
   it.each(cases)('$name', ({ rows, nextSlotAt, rate, want }) => {
