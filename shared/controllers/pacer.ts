@@ -208,8 +208,15 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
     const { dueAt, cluster, priority, parkedFor } = cursor.bucket[0];
     let taken = 0;
     for (let round = 0; round < MAX_ROUNDS && !cursor.full; round++) {
-      cursor.asked = cursor.stillPending + (want - taken) + 1;
-      cursor.rows = await plane.ledger.pendingDue(cluster, dueAt, cursor.asked, { priority, parkedFor });
+      const prefetched = round === 0 ? cursor.prefetched : undefined;
+      cursor.prefetched = undefined;
+      if (prefetched && prefetched.asked >= cursor.stillPending + want + 1) {
+        cursor.asked = prefetched.asked;
+        cursor.rows = await prefetched.rows;
+      } else {
+        cursor.asked = cursor.stillPending + (want - taken) + 1;
+        cursor.rows = await plane.ledger.pendingDue(cluster, dueAt, cursor.asked, { priority, parkedFor });
+      }
       const toPark: Parking[] = [];
       for (const row of cursor.rows) {
         if (cursor.seen.has(row.record.bindingKey)) continue;
@@ -258,6 +265,16 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
       const room = limit - ready.length - lanes.reduce((sum, lane) => sum + lane.taken.length, 0);
       if (room <= 0) break;
       const share = Math.ceil(room / active.length);
+      // The lanes' reads go out together; the rows are then taken lane by lane (the budgets admit in order).
+      if (active.length > 1)
+        for (const lane of active) {
+          const cursor = lane.cursors[lane.at];
+          const asked = cursor.stillPending + share + 1;
+          const { dueAt, cluster, priority, parkedFor } = cursor.bucket[0];
+          const rows = plane.ledger.pendingDue(cluster, dueAt, asked, { priority, parkedFor });
+          void rows.catch(() => undefined);
+          cursor.prefetched = { asked, rows };
+        }
       for (const lane of active) {
         let want = Math.min(share, limit - ready.length - lanes.reduce((sum, l) => sum + l.taken.length, 0));
         while (want > 0 && lane.at < lane.cursors.length) {
@@ -395,6 +412,8 @@ interface BucketCursor {
   rows: VersionedEviction[];
   /** The budget holding the bucket filled up again. */
   full: boolean;
+  /** Its next read, sent beside the other lanes' (taken when it asked for enough). */
+  prefetched?: { asked: number; rows: Promise<VersionedEviction[]> };
 }
 
 const newCursor = (bucket: DueGroup[]): BucketCursor => ({ bucket, seen: new Set(), stillPending: 0, asked: 0, rows: [], full: false });
