@@ -3,7 +3,7 @@ import { mapConcurrent } from '../concurrency';
 import { bucketOf } from './buckets';
 import { eventPartition, eventRowKey, kindPartitions, legacyEventPartition, objectRows } from './eventKeys';
 import { BATCH } from './ledger/keys';
-import { moveEntities, partitionOfAction, submit } from './ledger/transactions';
+import { moveEntities, partitionOfAction, submit, submitOrOneByOne } from './ledger/transactions';
 import {
   BatchDocumentStore,
   BulkDocumentStore,
@@ -370,9 +370,10 @@ export class TableEventLog implements EventLog {
   async append(events: EventRecord[]): Promise<void> {
     const actions: TransactionAction[] = [];
     for (const event of events) {
-      // An event with an id has a row key of its own: a retried step records it once. Every event is written
-      // with upsert (row keys without an id are unique to this write), so a transaction the retry policy
-      // repeats after a lost answer lands once instead of failing with 409.
+      // An event with an id has a row key of its own: a retried step records it once. Row keys without an id
+      // are unique to this write, so a row already there can only be this event's: a transaction the retry
+      // policy repeats after a lost answer (409) is written again one event at a time, skipping those there.
+      // Created rather than upserted: the emulator finds an upserted row by scanning its partition.
       const suffix = event.id
         ? `${event.time}-id-${event.id}`
         : `${event.time}-${process.pid.toString(36)}-${(this.sequence++).toString(36).padStart(6, '0')}-${Math.random().toString(36).slice(2, 8)}`;
@@ -387,10 +388,10 @@ export class TableEventLog implements EventLog {
         message: event.message.slice(0, 4000),
         details: event.details ? JSON.stringify(event.details).slice(0, 30_000) : '',
       };
-      actions.push(['upsert', entity, 'Replace']);
+      actions.push(['create', entity]);
     }
-    // One transaction per bucket's events (100 at most), all buckets at once; a bucket's single event is a plain upsert.
-    await submit(this.client, actions, actions.length);
+    // One transaction per bucket's events (100 at most), all buckets at once; a bucket's single event is a plain create.
+    await submitOrOneByOne(this.client, actions, actions.length);
   }
 
   async list(query: EventQuery): Promise<EventRecord[]> {
