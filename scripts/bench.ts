@@ -3,6 +3,7 @@
  * Everything runs against local hosts on loopback; nothing here is asserted (machines are noisy).
  */
 import { spawn } from 'node:child_process';
+import diagnosticsChannel from 'node:diagnostics_channel';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeApplyDocuments } from '../shared/api/decode';
@@ -402,29 +403,42 @@ const bulkDeployments = (count: number) =>
  * (below the HTTP layer, whose body limit a bulk import raises with MAX_REQUEST_BODY_BYTES), then a policy
  * change that derives every binding again.
  */
-async function templatesRun(count: number) {
+async function templatesRun(templateCount: number) {
   const env = await startTestStorage();
+  // Counted in this process as the SDK sends them (Azurite answers from its own thread): a counting proxy
+  // here would double the HTTP work of the thread being measured.
+  let sent = 0;
+  const count = () => void sent++;
+  diagnosticsChannel.subscribe('http.client.request.start', count);
   try {
     const plane = createControlPlane(env.storage, loadConfig({}), { log: silentLogger });
-    const deployments = bulkDeployments(count);
+    const deployments = bulkDeployments(templateCount);
+    const requests = () => sent;
+    let before = requests();
     let started = performance.now();
     await applyDecoded(plane, decodeApplyDocuments([allDeploymentsPolicy(['member1', 'member2']), ...deployments]));
     const applySeconds = (performance.now() - started) / 1000;
+    const applyRequests = requests() - before;
     const bindings = (await plane.bindings.list()).length;
+    before = requests();
     started = performance.now();
     await applyDecoded(plane, decodeApplyDocuments([allDeploymentsPolicy(['member1', 'member3'])]));
     const rederiveSeconds = (performance.now() - started) / 1000;
+    const rederiveRequests = requests() - before;
     const moved = (await plane.bindings.list()).filter((b) => b.value.spec.placement?.clusterAffinity?.clusterNames?.includes('member3')).length;
     return {
-      templates: count,
+      templates: templateCount,
       bindings,
       applySeconds: Math.round(applySeconds * 100) / 100,
       templatesPerSecond: Math.round(bindings / applySeconds),
+      requestsPerTemplate: Math.round((applyRequests / templateCount) * 100) / 100,
       rederived: moved,
       rederiveSeconds: Math.round(rederiveSeconds * 100) / 100,
       bindingsPerSecond: Math.round(moved / rederiveSeconds),
+      requestsPerRederivedBinding: Math.round((rederiveRequests / templateCount) * 100) / 100,
     };
   } finally {
+    diagnosticsChannel.unsubscribe('http.client.request.start', count);
     await env.close();
   }
 }
@@ -648,8 +662,18 @@ async function main() {
       `${applicationFailover.beyondToleration.worstMs} ms`,
       'within about 1 s',
     ],
-    ['10,000 templates + policy, one apply → bindings', `${templates.templatesPerSecond}/s`, `${templates.applySeconds} s`, '≥ 1,000/s'],
-    ['policy change re-deriving 10,000 bindings', `${templates.bindingsPerSecond}/s`, `${templates.rederiveSeconds} s`, '≥ 1,000/s'],
+    [
+      '10,000 templates + policy, one apply → bindings',
+      `${templates.templatesPerSecond}/s`,
+      `${templates.applySeconds} s, ${templates.requestsPerTemplate} requests each`,
+      '≥ 1,000/s, ≤ 2.1 requests each',
+    ],
+    [
+      'policy change re-deriving 10,000 bindings',
+      `${templates.bindingsPerSecond}/s`,
+      `${templates.rederiveSeconds} s, ${templates.requestsPerRederivedBinding} requests each`,
+      '≥ 1,000/s',
+    ],
     [
       'Karmada: condition change → evaluation start',
       `${karmada.conditionToEvaluation.medianMs} ms`,

@@ -12,12 +12,10 @@ import { applyPropagationPolicies, applyPropagationPolicy } from './propagationP
 import type { ApplyAction } from './state/derivation';
 import { underDerivationIntent } from './state/derivation';
 import { applyTaintPolicy } from './taintPolicies';
-import { applyTemplate, newTemplateRecord } from './templates';
+import { applyTemplate, applyTemplates, newTemplateRecord } from './templates';
 
 export type { ApplyAction } from './state/derivation';
 
-/** How many resource templates of one request are applied at once. */
-const TEMPLATE_CONCURRENCY = 16;
 /** How many consecutive Clusters of one request are applied at once (each is its own document, ETag-checked). */
 const CLUSTER_CONCURRENCY = 8;
 /** Room an object must leave in its stored document for what the app adds later (status, conditions, claims). */
@@ -75,9 +73,10 @@ export function refuseUnstorable(plane: ControlPlane, objects: readonly AppliedO
 
 /**
  * POST /api/apply: validated objects; the app's own kinds in the order given (consecutive Clusters several at
- * a time, every propagation policy at the first one's place), then the resource templates, several at a time (each is claimed by the policies as they stand
- * after the request's own policies, so a template and its policy in one request derive the binding once).
- * Consecutive bindings go together (`applyBindings`). Results in the order given.
+ * a time, every propagation policy at the first one's place), then the resource templates, together
+ * (`applyTemplates`; each is claimed by the policies as they stand after the request's own policies, so a
+ * template and its policy in one request derive the binding once). Consecutive bindings go together
+ * (`applyBindings`). Results in the order given.
  */
 export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]): Promise<ApplyAnswer['results']> {
   refuseUnstorable(plane, objects);
@@ -131,17 +130,20 @@ export async function applyObjects(plane: ControlPlane, objects: AppliedObject[]
   // One derivation intent for the request's templates: a host killed between storing a template and deriving
   // its binding leaves it open, and the write journal's repair derives every template again.
   if (templates.length > 0)
-    await underDerivationIntent(plane, () =>
-      mapConcurrent(templates, TEMPLATE_CONCURRENCY, async (index) => {
-        actions[index] = await applyOne(plane, objects[index]);
-      }),
-    );
+    await underDerivationIntent(plane, async () => {
+      const applied = await applyTemplates(
+        plane,
+        templates.map((index) => (objects[index] as AppliedTemplate).object),
+      );
+      templates.forEach((index, k) => (actions[index] = applied[k]));
+    });
   return objects.map((item, index) => ({ kind: item.kind === 'ResourceTemplate' ? item.object.kind : item.kind, name: item.name, action: actions[index] }));
 }
 
 type AppliedPolicy = Extract<AppliedObject, { kind: 'PropagationPolicy' | 'ClusterPropagationPolicy' }>;
 const isPropagationPolicy = (item: AppliedObject): item is AppliedPolicy => item.kind === 'PropagationPolicy' || item.kind === 'ClusterPropagationPolicy';
 type AppliedBinding = Extract<AppliedObject, { kind: 'ResourceBinding' | 'ClusterResourceBinding' }>;
+type AppliedTemplate = Extract<AppliedObject, { kind: 'ResourceTemplate' }>;
 const isBinding = (item: AppliedObject): item is AppliedBinding => item.kind === 'ResourceBinding' || item.kind === 'ClusterResourceBinding';
 
 function applyOne(plane: ControlPlane, item: AppliedObject): Promise<ApplyAction> {

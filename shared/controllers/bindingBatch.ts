@@ -1,9 +1,23 @@
 import { mapConcurrent } from '../concurrency';
 import { bindingKey, PlacementFacts } from '../failover/bindingModel';
+import type { PropagationCandidate } from '../failover/propagation';
+import type { Mutation } from '../store/optimistic';
 import { BatchDocumentStore, canWriteMany, EventRecord, Versioned } from '../store/ports';
 import type { BindingRecord } from '../store/records';
-import { appliedBinding, appliedEvent, applyBinding, BindingInput, governedBinding, needsScheduling, refOf } from './bindings';
-import type { ControlPlane } from './ports';
+import {
+  appliedBinding,
+  appliedEvent,
+  applyBinding,
+  applyDerivedBinding,
+  BindingInput,
+  derivedBinding,
+  DerivedBindingInput,
+  derivedEvent,
+  governedBinding,
+  needsScheduling,
+  refOf,
+} from './bindings';
+import { BINDINGS_PER_SCHEDULER_MESSAGE, type ControlPlane } from './ports';
 import {
   closeIntents,
   clustersLeft,
@@ -35,6 +49,19 @@ interface PlannedWrite {
   current?: Versioned<BindingRecord>;
   next: BindingRecord;
   action: ApplyAction;
+  event: EventRecord;
+}
+
+/**
+ * One binding of a batch: its key, what applying it makes of its stored version (the policies as the batch
+ * loaded them), its event, and how it is applied alone when a batch lost a race for it.
+ */
+interface BatchedBinding {
+  key: string;
+  decide(current: BindingRecord | undefined, policies: PropagationCandidate[], now: Date): Mutation<BindingRecord, ApplyAction>;
+  event(record: BindingRecord, action: ApplyAction): EventRecord;
+  /** `touched`: clusters the batch wrote this binding's rows on for a version that did not land (see `writeBinding`). */
+  alone(touched: string[]): Promise<ApplyAction>;
 }
 
 /**
@@ -45,33 +72,78 @@ interface PlannedWrite {
  * cluster read per placement. A binding someone else wrote between the read and the write is applied
  * again alone, from a fresh read. Results in the order given.
  */
-export async function applyBindings(plane: ControlPlane, inputs: BindingInput[]): Promise<ApplyAction[]> {
+export function applyBindings(plane: ControlPlane, inputs: BindingInput[]): Promise<ApplyAction[]> {
+  return applyBatched(
+    plane,
+    inputs.map((input) => ({
+      key: bindingKey(refOf(input)),
+      decide: (current, policies, now) => appliedBinding(input, governedBinding(input, policies), current, now),
+      event: (record, action) => appliedEvent(plane, record, action),
+      alone: (touched) => applyBinding(plane, input, { touched }),
+    })),
+  );
+}
+
+/**
+ * The bindings a request's resource templates derive, applied together as `applyDerivedBinding` applies
+ * each: the same decision, with `policies` (those the templates' claims were ranked under). Results in
+ * the order given.
+ */
+export function applyDerivedBindings(
+  plane: ControlPlane,
+  inputs: DerivedBindingInput[],
+  policies: PropagationCandidate[],
+  options: BatchOptions = {},
+): Promise<ApplyAction[]> {
+  return applyBatched(
+    plane,
+    inputs.map((input) => ({
+      key: bindingKey(input.ref),
+      decide: (current, _loaded, now) => derivedBinding(input, policies, current, now),
+      event: (record, action) => derivedEvent(plane, record, action),
+      alone: (touched) => applyDerivedBinding(plane, input, policies, { touched }),
+    })),
+    options,
+  );
+}
+
+interface BatchOptions {
+  /** The bindings are expected to be there already (a re-derivation): each batch reads first. */
+  stored?: boolean;
+  /**
+   * The bindings as a listing just read them (by key; absent: not stored then), used instead of a point read
+   * each. One changed since is a lost race like any other: applied alone, from a fresh read.
+   */
+  listed?: ReadonlyMap<string, Versioned<BindingRecord>>;
+}
+
+async function applyBatched(plane: ControlPlane, inputs: BatchedBinding[], options: BatchOptions = {}): Promise<ApplyAction[]> {
   const store = plane.bindings;
   if (!canWriteMany(store)) {
     const actions: ApplyAction[] = [];
-    for (const input of inputs) actions.push(await applyBinding(plane, input));
+    for (const input of inputs) actions.push(await input.alone([]));
     return actions;
   }
   const actions: ApplyAction[] = [];
   // A request starts out creating (no reads); once a batch finds many of its bindings stored, the rest read first.
-  let creating = true;
+  let creating = !options.stored;
   for (const batch of batchesOf(inputs)) {
     if (creating) {
       const { actions: applied, stored } = await createBatch(plane, store, batch);
       actions.push(...applied);
       if (stored > batch.length * STORED_SHARE_TO_READ) creating = false;
-    } else actions.push(...(await applyBatch(plane, store, batch)));
+    } else actions.push(...(await applyBatch(plane, store, batch, options.listed)));
   }
   return actions;
 }
 
 /** Cuts the inputs into batches of distinct bindings (decode refuses a request naming one twice; a caller that does gets them applied in order). */
-function batchesOf(inputs: BindingInput[]): BindingInput[][] {
-  const batches: BindingInput[][] = [];
-  let batch: BindingInput[] = [];
+function batchesOf(inputs: BatchedBinding[]): BatchedBinding[][] {
+  const batches: BatchedBinding[][] = [];
+  let batch: BatchedBinding[] = [];
   let keys = new Set<string>();
   for (const input of inputs) {
-    const key = bindingKey(refOf(input));
+    const key = input.key;
     if (batch.length >= BATCH_SIZE || keys.has(key)) {
       batches.push(batch);
       batch = [];
@@ -85,19 +157,27 @@ function batchesOf(inputs: BindingInput[]): BindingInput[][] {
 }
 
 /** A batch applied from a point read of each binding. */
-async function applyBatch(plane: ControlPlane, store: BatchDocumentStore<BindingRecord>, inputs: BindingInput[]): Promise<ApplyAction[]> {
+async function applyBatch(
+  plane: ControlPlane,
+  store: BatchDocumentStore<BindingRecord>,
+  inputs: BatchedBinding[],
+  listed?: ReadonlyMap<string, Versioned<BindingRecord>>,
+): Promise<ApplyAction[]> {
   const policies = await loadPropagationPolicies(plane);
-  const keys = inputs.map((input) => bindingKey(refOf(input)));
-  const currents = await mapConcurrent(keys, READ_CONCURRENCY, (key) => store.get(key));
+  const keys = inputs.map((input) => input.key);
+  const currents = listed ? keys.map((key) => listed.get(key)) : await mapConcurrent(keys, READ_CONCURRENCY, (key) => store.get(key));
   const now = plane.clock.now();
   const actions = new Array<ApplyAction>(inputs.length);
   const writes: PlannedWrite[] = [];
   inputs.forEach((input, index) => {
     const current = currents[index];
     // A copy: `appliedBinding` changes what it is given, and `current` is the version the writes compare with.
-    const decision = appliedBinding(input, governedBinding(input, policies), current ? structuredClone(current.value) : undefined, now);
+    const decision = input.decide(current ? structuredClone(current.value) : undefined, policies, now);
     if (decision.kind !== 'write') actions[index] = decision.result;
-    else writes.push({ index, key: keys[index], current, next: { ...decision.value, rev: (current?.value.rev ?? 0) + 1 }, action: decision.result });
+    else {
+      const next = { ...decision.value, rev: (current?.value.rev ?? 0) + 1 };
+      writes.push({ index, key: keys[index], current, next, action: decision.result, event: input.event(next, decision.result) });
+    }
   });
   if (writes.length === 0) return actions;
 
@@ -129,7 +209,7 @@ async function applyBatch(plane: ControlPlane, store: BatchDocumentStore<Binding
   // and the rows written here for the version that did not land are settled by that write.
   for (const [k, w] of writes.entries()) {
     if (etags[k] !== undefined) continue;
-    actions[w.index] = await applyBinding(plane, inputs[w.index], { touched: rowsOf[k].map((r) => r.cluster) });
+    actions[w.index] = await inputs[w.index].alone(rowsOf[k].map((r) => r.cluster));
   }
   await closeOrRedo(plane, held, written);
   return actions;
@@ -154,7 +234,7 @@ async function closeOrRedo(plane: ControlPlane, held: HeldIntent[], written: Pla
 async function createBatch(
   plane: ControlPlane,
   store: BatchDocumentStore<BindingRecord>,
-  inputs: BindingInput[],
+  inputs: BatchedBinding[],
 ): Promise<{ actions: ApplyAction[]; stored: number }> {
   const policies = await loadPropagationPolicies(plane);
   const now = plane.clock.now();
@@ -162,12 +242,12 @@ async function createBatch(
   const attempts: Array<PlannedWrite & { rows: PlacementFacts[] }> = [];
   const retry = new Set<number>();
   inputs.forEach((input, index) => {
-    const decision = appliedBinding(input, governedBinding(input, policies), undefined, now);
+    const decision = input.decide(undefined, policies, now);
     // What is not a plain creation when absent is decided from a read.
     if (decision.kind !== 'write') retry.add(index);
     else {
       const next = { ...decision.value, rev: 1 };
-      attempts.push({ index, key: bindingKey(refOf(input)), next, action: decision.result, rows: placementsOf(next) });
+      attempts.push({ index, key: input.key, next, action: decision.result, event: input.event(next, decision.result), rows: placementsOf(next) });
     }
   });
   const rows = attempts.flatMap((a) => a.rows);
@@ -212,17 +292,17 @@ async function afterWrites(plane: ControlPlane, written: PlannedWrite[], actions
   await mapConcurrent(left, SEND_CONCURRENCY, ({ cluster, key, rev }) => plane.ledger.removePlacement(cluster, key, rev));
   await appendEvents(
     plane,
-    written.map((w) => appliedEvent(plane, w.next, w.action)),
+    written.map((w) => w.event),
   );
   await notifyFaultyClusters(
     plane,
     written.map((w) => w.next),
   );
-  await mapConcurrent(
-    written.filter((w) => needsScheduling(w.next)),
-    SEND_CONCURRENCY,
-    (w) => plane.scheduler.send({ binding: w.key }),
-  );
+  // The bindings to place, a few dozen to a message.
+  const unplaced = written.filter((w) => needsScheduling(w.next)).map((w) => w.key);
+  const messages: string[][] = [];
+  for (let i = 0; i < unplaced.length; i += BINDINGS_PER_SCHEDULER_MESSAGE) messages.push(unplaced.slice(i, i + BINDINGS_PER_SCHEDULER_MESSAGE));
+  await mapConcurrent(messages, SEND_CONCURRENCY, (bindings) => plane.scheduler.send(bindings.length === 1 ? { binding: bindings[0] } : { bindings }));
 }
 
 async function appendEvents(plane: ControlPlane, events: EventRecord[]): Promise<void> {

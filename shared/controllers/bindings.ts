@@ -145,53 +145,71 @@ export interface DerivedBindingInput {
  * graceful-eviction tasks, eviction history, status) is never touched. A new binding, or a change of
  * replicas or placement, goes to the scheduler.
  */
-export async function applyDerivedBinding(plane: ControlPlane, input: DerivedBindingInput, policies?: PropagationCandidate[]): Promise<ApplyAction> {
+export async function applyDerivedBinding(
+  plane: ControlPlane,
+  input: DerivedBindingInput,
+  policies?: PropagationCandidate[],
+  options: { touched?: string[] } = {},
+): Promise<ApplyAction> {
   const key = bindingKey(input.ref);
   const candidates = policies ?? (await loadPropagationPolicies(plane));
+  const { result, record } = await writeBinding<ApplyAction>(plane, key, (current, now) => derivedBinding(input, candidates, current, now), options);
+  if (result !== 'unchanged' && record) {
+    await plane.events.append([derivedEvent(plane, record, result)]);
+    await notifyFaultyClusters(plane, record);
+    if (needsScheduling(record)) await plane.scheduler.send({ binding: key });
+  }
+  return result;
+}
+
+/**
+ * What deriving `input` makes of the stored binding `current` (a copy it may change): the same decision
+ * for one template (`applyDerivedBinding`) and for a request's many (`applyDerivedBindings`).
+ */
+export function derivedBinding(
+  input: DerivedBindingInput,
+  candidates: PropagationCandidate[],
+  current: BindingRecord | undefined,
+  now: Date,
+): Mutation<BindingRecord, ApplyAction> {
   const own = {
     resource: input.resource,
     ...(input.replicas !== undefined ? { replicas: input.replicas } : {}),
     ...(input.schedulePriority ? { schedulePriority: input.schedulePriority } : {}),
   };
   const governed = governedSpec({ namespace: input.ref.namespace, labels: input.labels }, own, candidates);
-  const { result, record } = await writeBinding<ApplyAction>(plane, key, (current, now) => {
-    const before = current ? userView(current) : undefined;
-    const next: BindingRecord = current ?? {
-      ...input.ref,
-      uid: randomUUID(),
-      createdAt: now.toISOString(),
-      generation: 1,
-      rev: 0,
-      labels: {},
-      annotations: {},
-      spec: governed.spec,
-      status: {},
-    };
-    const kept = {
-      clusters: next.spec.clusters,
-      gracefulEvictionTasks: next.spec.gracefulEvictionTasks,
-      activeEvictionHistory: next.spec.activeEvictionHistory,
-    };
-    const reschedule =
-      !current || current.spec.replicas !== governed.spec.replicas || JSON.stringify(current.spec.placement) !== JSON.stringify(governed.spec.placement);
-    // The claim labels are the detector's: the previous claim's go, so they never name a policy that let go.
-    const claimKeys: readonly string[] = Object.values(POLICY_LABELS);
-    next.labels = { ...Object.fromEntries(Object.entries(next.labels).filter(([key]) => !claimKeys.includes(key))), ...input.labels };
-    next.spec = { ...governed.spec, ...Object.fromEntries(Object.entries(kept).filter(([, value]) => value !== undefined)) };
-    if (governed.inheritedFrom) next.inheritedFrom = governed.inheritedFrom;
-    else delete next.inheritedFrom;
-    if (before === userView(next)) return keep('unchanged');
-    const inStep = current !== undefined && current.status.schedulerObservedGeneration === current.generation;
-    if (current) next.generation += 1;
-    if (inStep && !reschedule) next.status.schedulerObservedGeneration = next.generation;
-    return write(next, current ? 'configured' : 'created');
-  });
-  if (result !== 'unchanged' && record) {
-    await plane.events.append([
-      bindingEvent(record, plane.clock.now(), result === 'created' ? 'Created' : 'Configured', `binding ${result} from its resource template`),
-    ]);
-    await notifyFaultyClusters(plane, record);
-    if (record.status.schedulerObservedGeneration !== record.generation) await plane.scheduler.send({ binding: key });
-  }
-  return result;
+  const before = current ? userView(current) : undefined;
+  const next: BindingRecord = current ?? {
+    ...input.ref,
+    uid: randomUUID(),
+    createdAt: now.toISOString(),
+    generation: 1,
+    rev: 0,
+    labels: {},
+    annotations: {},
+    spec: governed.spec,
+    status: {},
+  };
+  const kept = {
+    clusters: next.spec.clusters,
+    gracefulEvictionTasks: next.spec.gracefulEvictionTasks,
+    activeEvictionHistory: next.spec.activeEvictionHistory,
+  };
+  const reschedule =
+    !current || current.spec.replicas !== governed.spec.replicas || JSON.stringify(current.spec.placement) !== JSON.stringify(governed.spec.placement);
+  // The claim labels are the detector's: the previous claim's go, so they never name a policy that let go.
+  const claimKeys: readonly string[] = Object.values(POLICY_LABELS);
+  next.labels = { ...Object.fromEntries(Object.entries(next.labels).filter(([key]) => !claimKeys.includes(key))), ...input.labels };
+  next.spec = { ...governed.spec, ...Object.fromEntries(Object.entries(kept).filter(([, value]) => value !== undefined)) };
+  if (governed.inheritedFrom) next.inheritedFrom = governed.inheritedFrom;
+  else delete next.inheritedFrom;
+  if (before === userView(next)) return keep('unchanged');
+  const inStep = current !== undefined && current.status.schedulerObservedGeneration === current.generation;
+  if (current) next.generation += 1;
+  if (inStep && !reschedule) next.status.schedulerObservedGeneration = next.generation;
+  return write(next, current ? 'configured' : 'created');
 }
+
+/** The event of a derived binding that was created or changed. */
+export const derivedEvent = (plane: ControlPlane, record: BindingRecord, result: ApplyAction) =>
+  bindingEvent(record, plane.clock.now(), result === 'created' ? 'Created' : 'Configured', `binding ${result} from its resource template`);

@@ -128,9 +128,16 @@ export type EvictionMessage = Omit<z.infer<typeof evictionMessage>, 'record'> & 
 export const evictionBatchMessage = z.object({ evictions: z.array(evictionMessage).min(1).max(64) });
 export type EvictionBatch = { evictions: EvictionMessage[] };
 
-/** A binding to place. */
-export const schedulerMessage = z.object({ binding: z.string().min(1).max(400) });
+/** Bindings one scheduler message names at most (a request's many new bindings go a few dozen to a message). */
+export const BINDINGS_PER_SCHEDULER_MESSAGE = 32;
+/** Bindings to place: one, or several from one request. */
+export const schedulerMessage = z.union([
+  z.object({ binding: z.string().min(1).max(400) }),
+  z.object({ bindings: z.array(z.string().min(1).max(400)).min(1).max(BINDINGS_PER_SCHEDULER_MESSAGE) }),
+]);
 export type SchedulerMessage = z.infer<typeof schedulerMessage>;
+/** The bindings a scheduler message names. */
+export const bindingsOf = (message: SchedulerMessage): string[] => ('bindings' in message ? message.bindings : [message.binding]);
 
 /** A binding whose application failover should be checked, now or at `dueAt`. */
 export const applicationFailoverMessage = z.object({ binding: z.string().min(1).max(400), dueAt: z.iso.datetime({ offset: true }).optional() });

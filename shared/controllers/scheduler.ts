@@ -167,6 +167,17 @@ export async function scheduleBinding(plane: ControlPlane, key: string, trace?: 
   });
 }
 
+/** Bindings placed at once by one scheduler message. */
+const PLACE_CONCURRENCY = 4;
+
+/**
+ * The bindings of one scheduler message, each placed as `scheduleBinding` places it. Each is idempotent: a
+ * message delivered again after a failure part-way finds the ones already placed up to date.
+ */
+export async function scheduleBindings(plane: ControlPlane, keys: readonly string[]): Promise<void> {
+  await mapConcurrent(keys, PLACE_CONCURRENCY, (key) => scheduleBinding(plane, key));
+}
+
 export type PlacementDecision =
   { outcome: 'up-to-date' } | { outcome: 'no-fit'; message: string; event?: EventRecord } | { outcome: 'scheduled'; event: EventRecord };
 

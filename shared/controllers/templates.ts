@@ -16,9 +16,10 @@ import {
   templateReplicas,
 } from '../failover/templates';
 import { keep, mutate, write } from '../store/optimistic';
-import { type DocumentStore, listByPrefix } from '../store/ports';
-import type { TemplateRecord } from '../store/records';
-import { applyDerivedBinding, deleteBinding } from './bindings';
+import { type BatchDocumentStore, canWriteMany, type DocumentStore, listByPrefix, type Versioned } from '../store/ports';
+import type { BindingRecord, TemplateRecord } from '../store/records';
+import { applyDerivedBindings } from './bindingBatch';
+import { applyDerivedBinding, deleteBinding, DerivedBindingInput } from './bindings';
 import type { ControlPlane } from './ports';
 import type { ApplyAction } from './state/derivation';
 import { templateEvent } from './state/events';
@@ -127,29 +128,35 @@ async function priorityClassChanged(plane: ControlPlane, name: string): Promise<
   await mapConcurrent(claimed, 16, (entry) => deriveStored(plane, entry, entry.id, candidates));
 }
 
-/** Creates or updates the binding a claimed template derives (its resource, replicas, the policy's labels and priority). */
-async function deriveBinding(plane: ControlPlane, template: TemplateRecord, claim: PolicyRef, candidates: PropagationCandidate[]): Promise<void> {
+/** The binding a claimed template derives (its resource, replicas, the policy's labels and priority). */
+async function derivedInputOf(
+  plane: ControlPlane,
+  template: TemplateRecord,
+  claim: PolicyRef,
+  candidates: PropagationCandidate[],
+): Promise<DerivedBindingInput> {
   const ref = refOf(template);
   const replicas = templateReplicas(ref.apiVersion, ref.kind, template.manifest);
   const schedulePriority = await schedulePriorityOf(plane, claim, candidates);
-  await applyDerivedBinding(
-    plane,
-    {
-      ref: derivedBindingRef(ref),
-      labels: claimLabels(claim),
-      resource: {
-        apiVersion: ref.apiVersion,
-        kind: ref.kind,
-        ...(ref.namespace !== undefined ? { namespace: ref.namespace } : {}),
-        name: ref.name,
-        uid: template.uid,
-        resourceVersion: template.resourceVersion,
-      },
-      ...(replicas !== undefined ? { replicas } : {}),
-      ...(schedulePriority ? { schedulePriority } : {}),
+  return {
+    ref: derivedBindingRef(ref),
+    labels: claimLabels(claim),
+    resource: {
+      apiVersion: ref.apiVersion,
+      kind: ref.kind,
+      ...(ref.namespace !== undefined ? { namespace: ref.namespace } : {}),
+      name: ref.name,
+      uid: template.uid,
+      resourceVersion: template.resourceVersion,
     },
-    candidates,
-  );
+    ...(replicas !== undefined ? { replicas } : {}),
+    ...(schedulePriority ? { schedulePriority } : {}),
+  };
+}
+
+/** Creates or updates the binding a claimed template derives. */
+async function deriveBinding(plane: ControlPlane, template: TemplateRecord, claim: PolicyRef, candidates: PropagationCandidate[]): Promise<void> {
+  await applyDerivedBinding(plane, await derivedInputOf(plane, template, claim, candidates), candidates);
 }
 
 /**
@@ -216,6 +223,89 @@ export async function applyTemplate(plane: ControlPlane, input: TemplateInput): 
 }
 
 /**
+ * A request's resource templates, applied as `applyTemplate` applies each (same records, claims, events and
+ * bindings), in a few requests per hundred templates: a batch is created in table transactions without a
+ * read, its events appended together and its bindings derived together (`applyDerivedBindings`). A
+ * template found stored is applied alone, from a read; once a batch finds many stored, the rest are. A
+ * PriorityClass is applied alone (it derives again what its policies claim). Results in the order given.
+ */
+export async function applyTemplates(plane: ControlPlane, inputs: TemplateInput[]): Promise<ApplyAction[]> {
+  const actions = new Array<ApplyAction>(inputs.length);
+  const alone = (indexes: number[]) =>
+    mapConcurrent(indexes, TEMPLATE_CONCURRENCY, async (i) => {
+      actions[i] = await applyTemplate(plane, inputs[i]);
+    });
+  const store = plane.templates;
+  if (!canWriteMany(store)) {
+    await alone(inputs.map((_, i) => i));
+    return actions;
+  }
+  let creating = true;
+  for (const batch of templateBatches(inputs)) {
+    if (!creating) {
+      await alone(batch);
+      continue;
+    }
+    const candidates = await loadPropagationPolicies(plane);
+    const now = plane.clock.now();
+    const fresh = batch.filter((i) => !isPriorityClass(inputs[i]));
+    const records = fresh.map((i) => {
+      const record = newTemplateRecord(inputs[i], now);
+      const { claim } = claimOf(record, candidates);
+      record.labels = { ...record.labels, ...claimLabels(claim) };
+      if (claim) record.claimedBy = claim;
+      return record;
+    });
+    const etags = await store.writeMany(records.map((record) => ({ id: templateKey(refOf(record)), value: record })));
+    const created = records.filter((_, k) => etags[k] !== undefined);
+    fresh.forEach((i, k) => etags[k] !== undefined && (actions[i] = 'created'));
+    const events = created.flatMap((record) => {
+      const ref = refOf(record);
+      const createdEvent = templateEvent(ref.kind, display(ref), now, 'Created', `${ref.kind} created`);
+      return record.claimedBy
+        ? [createdEvent, templateEvent(ref.kind, display(ref), now, 'Claimed', claimMessage(record.claimedBy, undefined))]
+        : [createdEvent];
+    });
+    for (let i = 0; i < events.length; i += EVENTS_PER_APPEND) await plane.events.append(events.slice(i, i + EVENTS_PER_APPEND));
+    const claimed = created.filter((record) => record.claimedBy);
+    const derived = await Promise.all(claimed.map((record) => derivedInputOf(plane, record, record.claimedBy!, candidates)));
+    await applyDerivedBindings(plane, derived, candidates);
+    const left = batch.filter((i) => actions[i] === undefined);
+    await alone(left);
+    if (left.length > batch.length * STORED_SHARE_TO_READ) creating = false;
+  }
+  return actions;
+}
+
+/** Templates applied together at most this many at a time (what a batch holds in memory). */
+const TEMPLATE_BATCH_SIZE = 500;
+/** Templates applied alone at once. */
+const TEMPLATE_CONCURRENCY = 16;
+/** Events per `events.append`. */
+const EVENTS_PER_APPEND = 500;
+/** Once more than this share of a batch was found stored, the request's later templates are applied alone, from a read. */
+const STORED_SHARE_TO_READ = 0.1;
+
+/** Batches of indexes naming distinct templates (a caller naming one twice gets them applied in order). */
+function templateBatches(inputs: TemplateInput[]): number[][] {
+  const batches: number[][] = [];
+  let batch: number[] = [];
+  let keys = new Set<string>();
+  inputs.forEach((input, index) => {
+    const key = templateKey(refOf({ ...input, namespace: templateNamespace(input.kind, input.metadata.namespace), name: input.metadata.name }));
+    if (batch.length >= TEMPLATE_BATCH_SIZE || keys.has(key)) {
+      batches.push(batch);
+      batch = [];
+      keys = new Set();
+    }
+    batch.push(index);
+    keys.add(key);
+  });
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}
+
+/**
  * The detector for one stored template: claims it for the policy that ranks first (labels it), and creates
  * or updates its binding. Without a matching policy the template is unclaimed and its binding, if any, is
  * left as it is (it keeps running where it runs; an event says so).
@@ -235,9 +325,7 @@ async function deriveStored(
       key,
       (latest) => {
         if (!latest) return keep(undefined);
-        const next = { ...latest.value, labels: { ...userLabels(latest.value.labels), ...claimLabels(claim) } };
-        if (claim) next.claimedBy = claim;
-        else delete next.claimedBy;
+        const next = withClaim(latest.value, claim);
         return write(next, next);
       },
       entry,
@@ -261,13 +349,79 @@ async function deriveStored(
 export async function rederiveTemplates(plane: ControlPlane, prefixes?: readonly string[]): Promise<Map<string, number>> {
   const policies = await loadPropagationPolicies(plane, 0);
   const templates = prefixes ? await listByPrefixes(plane.templates, prefixes) : await plane.templates.list();
-  const claims = await mapConcurrent(templates, 16, async (entry) => {
-    await deriveStored(plane, entry, entry.id, policies);
-    return claimOf(entry.value, policies).claim;
-  });
+  const claims = templates.map((entry) => claimOf(entry.value, policies).claim);
+  const store = plane.templates;
+  if (canWriteMany(store)) {
+    const listed = await bindingsListedFor(plane, templates);
+    for (let start = 0; start < templates.length; start += TEMPLATE_BATCH_SIZE)
+      await rederiveBatch(
+        plane,
+        store,
+        templates.slice(start, start + TEMPLATE_BATCH_SIZE),
+        claims.slice(start, start + TEMPLATE_BATCH_SIZE),
+        policies,
+        listed,
+      );
+  } else await mapConcurrent(templates, TEMPLATE_CONCURRENCY, (entry) => deriveStored(plane, entry, entry.id, policies));
   const counts = new Map<string, number>();
   for (const claim of claims) if (claim) counts.set(policyKey(claim), (counts.get(policyKey(claim)) ?? 0) + 1);
   return counts;
+}
+
+/** Templates per namespace listed below which their bindings are read one by one instead (a listing is a query, paged). */
+const TEMPLATES_PER_LISTING_QUERY = 8;
+
+/**
+ * The bindings of these templates' namespaces, listed, when that takes fewer requests than a point read each
+ * (a few namespaces of many templates, as a policy over a large namespace has); otherwise none.
+ */
+async function bindingsListedFor(plane: ControlPlane, templates: ReadonlyArray<{ value: TemplateRecord }>) {
+  const prefixes = [...new Set(templates.map(({ value }) => (value.namespace !== undefined ? `rb:${value.namespace}:` : 'crb:')))];
+  if (!plane.bindings.listPrefix || templates.length < prefixes.length * TEMPLATES_PER_LISTING_QUERY) return undefined;
+  const listed = await listByPrefixes(plane.bindings, prefixes);
+  return new Map(listed.map((entry) => [entry.id, entry]));
+}
+
+/** A template's record with `claim` (its labels and claimedBy), or unclaimed. */
+function withClaim(record: TemplateRecord, claim: PolicyRef | undefined): TemplateRecord {
+  const next = { ...record, labels: { ...userLabels(record.labels), ...claimLabels(claim) } };
+  if (claim) next.claimedBy = claim;
+  else delete next.claimedBy;
+  return next;
+}
+
+/**
+ * Stored templates derived again together, as `deriveStored` derives each: the claims that changed are
+ * written in table transactions with their ETags and their events appended together, then the bindings of
+ * the claimed ones derived together from a read of each. A template changed since it was listed is
+ * derived alone from a fresh read.
+ */
+async function rederiveBatch(
+  plane: ControlPlane,
+  store: BatchDocumentStore<TemplateRecord>,
+  entries: Array<Versioned<TemplateRecord> & { id: string }>,
+  claims: Array<PolicyRef | undefined>,
+  policies: PropagationCandidate[],
+  listed: ReadonlyMap<string, Versioned<BindingRecord>> | undefined,
+): Promise<void> {
+  const changed = entries.flatMap((entry, k) => (sameClaim(claims[k], entry.value.claimedBy) ? [] : [k]));
+  const etags = await store.writeMany(changed.map((k) => ({ id: entries[k].id, value: withClaim(entries[k].value, claims[k]), etag: entries[k].etag })));
+  const lost = new Set(changed.filter((_, n) => etags[n] === undefined));
+  const now = plane.clock.now();
+  const events = changed
+    .filter((k) => !lost.has(k))
+    .map((k) => {
+      const ref = refOf(entries[k].value);
+      return templateEvent(ref.kind, display(ref), now, claims[k] ? 'Claimed' : 'Unclaimed', claimMessage(claims[k], entries[k].value.claimedBy));
+    });
+  for (let i = 0; i < events.length; i += EVENTS_PER_APPEND) await plane.events.append(events.slice(i, i + EVENTS_PER_APPEND));
+  const claimed = entries.flatMap((entry, k) => (claims[k] && !lost.has(k) ? [{ record: entry.value, claim: claims[k] }] : []));
+  const derived = await Promise.all(claimed.map(({ record, claim }) => derivedInputOf(plane, record, claim, policies)));
+  await applyDerivedBindings(plane, derived, policies, { stored: true, listed });
+  await mapConcurrent([...lost], TEMPLATE_CONCURRENCY, async (k) => {
+    const fresh = await store.get(entries[k].id);
+    if (fresh) await deriveStored(plane, fresh, entries[k].id, policies);
+  });
 }
 
 /** The documents under any of `prefixes` (which cover none of each other), each once. */

@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { decodeApplyDocuments } from '../../shared/api/decode';
 import { applyObjects } from '../../shared/controllers/apply';
 import { applyBinding, BindingInput } from '../../shared/controllers/bindings';
+import { bindingsOf } from '../../shared/controllers/ports';
 import type { BindingRecord } from '../../shared/store/records';
 import { binding, cluster } from '../helpers/fleet';
 import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
@@ -16,7 +17,7 @@ async function state(m: MemoryPlane) {
   });
   const placements = (await Promise.all(CLUSTERS.map((name) => m.ledger.listPlacements(name)))).flat();
   const events = (await m.events.all()).filter((e) => e.kind !== 'Cluster').map((e) => `${e.kind}/${e.name} ${e.reason} ${e.message}`);
-  const scheduled = m.scheduler.messages().map((s) => s.message.binding);
+  const scheduled = m.scheduler.messages().flatMap((s) => bindingsOf(s.message));
   const notified = [...new Set(m.taintManager.messages().map((s) => `${s.message.cluster} ${s.message.reason}`))].sort();
   return { bindings, placements, events, scheduled, notified };
 }

@@ -226,7 +226,8 @@ describe('a propagation-policy change interrupted before its bindings are derive
 
   it('changed: the binding write the derivation makes is refused; the repair derives it again', async () => {
     const m = await fleet([deployment('web'), propagation('web', ['m1', 'm2'])]);
-    m.bindings.failNext('replace', refused());
+    // A policy's bindings are derived together: their write is one writeMany.
+    m.bindings.failNext('writeMany', refused());
     await expect(apply(m, [propagation('web', ['m2', 'm3'])])).rejects.toThrow();
     expect((await derived(m))?.spec.placement?.clusterAffinity?.clusterNames).toEqual(['m1', 'm2']);
     await repairAfterGrace(m);
@@ -248,7 +249,8 @@ describe('a propagation-policy change interrupted before its bindings are derive
 describe('a template apply interrupted before its binding is derived', () => {
   it('the host dies after the template is stored, before its binding is written; the repair derives it', async () => {
     const m = await fleet([propagation('web', ['m1', 'm2'])]);
-    m.bindings.failNext('create', kill());
+    // A request's templates derive their bindings together: their write is one writeMany.
+    m.bindings.failNext('writeMany', kill());
     await expect(apply(m, [deployment('web')])).rejects.toThrow('host killed');
     expect(await m.templates.list()).toHaveLength(1);
     expect(await derived(m)).toBeUndefined();

@@ -245,9 +245,11 @@ describe('resource templates and the detector', () => {
     const said = (await m.events.all()).slice(events).find((e) => e.reason === 'Configured' && e.name === 'team-a/web');
     expect(said?.message).toMatch(/; it claims 2 resource template\(s\)$/);
     // Both namespaces' policies in one request: one derivation over both, each binding written once.
-    const writes = vi.spyOn(m.bindings, 'replace');
+    const replaced = vi.spyOn(m.bindings, 'replace');
+    const writtenTogether = vi.spyOn(m.bindings, 'writeMany');
     await apply(m, [inNamespace('team-a', ['m1']), inNamespace('team-b', ['m2'])]);
-    expect(writes.mock.calls.map(([id]) => id).sort()).toEqual(['rb:team-a:api-deployment', 'rb:team-a:web-deployment', 'rb:team-b:web-deployment']);
+    const written = [...replaced.mock.calls.map(([id]) => id), ...writtenTogether.mock.calls.flatMap(([entries]) => entries.map((e) => e.id))];
+    expect(written.sort()).toEqual(['rb:team-a:api-deployment', 'rb:team-a:web-deployment', 'rb:team-b:web-deployment']);
     expect((await stored(m, 'rb:team-b:web-deployment'))!.spec.placement?.clusterAffinity?.clusterNames).toEqual(['m2']);
   });
 
