@@ -119,6 +119,24 @@ describe('resource templates applied together', () => {
     expect(together.bindings.every((b) => b.labels['propagationpolicy.karmada.io/name'] === 'deployments')).toBe(true);
   });
 
+  it('a request of several batches: every template has its binding, derived from it', async () => {
+    const large = 1_050;
+    await apply([policy('large', 'deployments', ['t1'])]);
+    const results = await apply(Array.from({ length: large }, (_, i) => deployment('large', i)));
+    expect(results.every((r) => r.action === 'created')).toBe(true);
+    const bindings = (await plane.bindings.list()).filter((b) => b.value.namespace === 'large');
+    expect(bindings).toHaveLength(large);
+    const templates = new Map((await plane.templates.list()).filter((t) => t.value.namespace === 'large').map((t) => [t.value.name, t.value]));
+    for (const { value } of bindings) {
+      const template = templates.get(value.spec.resource.name)!;
+      expect(value.spec.resource.uid).toBe(template.uid);
+      expect(value.labels['propagationpolicy.karmada.io/name']).toBe('deployments');
+    }
+    expect((await plane.events.list({ kind: 'ResourceBinding', name: `large/app-${large - 1}-deployment`, limit: 5 })).map((e) => e.reason)).toEqual([
+      'Created',
+    ]);
+  });
+
   it('derives them again together when a policy changes or another one claims some of them', async () => {
     // The bindings are listed once (one namespace of many templates); one changed by another writer after
     // the listing is derived again alone, from a fresh read, and keeps that writer's change.
