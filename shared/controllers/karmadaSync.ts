@@ -11,7 +11,7 @@ import { bindingKeyOf, toBindingRecord } from '../store/karmada/bindingStore';
 import { KarmadaClusterStore, toRecord } from '../store/karmada/clusterStore';
 import { listAll, userAnnotations } from '../store/karmada/kubeObjects';
 import { ownPolicyId } from '../store/karmada/policyStores';
-import { ConcurrencyError, Versioned } from '../store/ports';
+import { canWriteMany, ConcurrencyError, Versioned } from '../store/ports';
 import type { BindingRecord, ClusterRecord, PolicyRecord } from '../store/records';
 import { errorFields, StateChanges } from '../telemetry/log';
 import { reportWorkloadStatus } from './applicationFailover';
@@ -372,22 +372,32 @@ const bindingKind = (kind: BindingKind, resource: KubeResource, key: string): Sy
         key: bindingKeyOf(object, kind),
         record: withPolicySettings(toBindingRecord(object, kind), settings),
       }));
-      await plane.ledger.upsertPlacements(records.flatMap(({ record }) => placementsOf(record)));
+      // A binding not indexed yet (all of them on a first sync) most likely has no rows: they are created,
+      // which the store does without looking for a stored row; a row found there after all is written over.
+      const fresh = records.filter(({ key }) => !byId.has(key)).flatMap(({ record }) => placementsOf(record));
+      const created = fresh.length > 0 ? await plane.ledger.createPlacements(fresh) : [];
+      await plane.ledger.upsertPlacements([
+        ...records.filter(({ key }) => byId.has(key)).flatMap(({ record }) => placementsOf(record)),
+        ...fresh.filter((_, i) => !created[i]),
+      ]);
       const departures = records.flatMap(({ key, record }) => {
         const now = new Set((record.spec.clusters ?? []).map((c) => c.name));
         return (byId.get(key)?.value.clusters ?? []).filter((c) => !now.has(c)).map((cluster) => ({ cluster, key, rev: record.rev }));
       });
       await mapConcurrent(departures, RELIST_CONCURRENCY, ({ cluster, key, rev }) => plane.ledger.removePlacement(cluster, key, rev));
-      await karmada.placements.upsertMany(
-        records.map(({ object, key, record }) => ({
-          id: key,
-          value: {
-            clusters: (record.spec.clusters ?? []).map((c) => c.name),
-            resourceVersion: object.metadata.resourceVersion ?? '',
-            facts: placementDigest(record),
-          },
-        })),
-      );
+      const indexRows = records.map(({ object, key, record }) => ({
+        id: key,
+        value: {
+          clusters: (record.spec.clusters ?? []).map((c) => c.name),
+          resourceVersion: object.metadata.resourceVersion ?? '',
+          facts: placementDigest(record),
+        },
+      }));
+      // The same for the index rows: a binding not indexed yet gets its row created.
+      const store = karmada.placements;
+      const freshIndex = indexRows.filter(({ id }) => !byId.has(id));
+      const createdRows = freshIndex.length > 0 && canWriteMany(store) ? await store.writeMany(freshIndex) : freshIndex.map(() => undefined);
+      await store.upsertMany([...indexRows.filter(({ id }) => byId.has(id)), ...freshIndex.filter((_, i) => createdRows[i] === undefined)]);
       await mapConcurrent(records, RELIST_CONCURRENCY, ({ object, key, record }) => followUp(plane, key, record, false, object.metadata.resourceVersion));
       // One message per faulty cluster for the whole relist, not one per binding placed there.
       const faulty = (await fleetClusters(plane, 0)).filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name);

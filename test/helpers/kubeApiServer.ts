@@ -577,7 +577,8 @@ export async function startKubeApiServer(options: KubeApiServerOptions = {}): Pr
   }
 
   function selects(def: ResourceDef, selection: Selection, stored: Obj): boolean {
-    const served = view(def, stored);
+    // Read only: no copy of the stored object (a list filters every object of the snapshot on every page).
+    const served = def.toView ? def.toView(stored) : stored;
     if (selection.namespace !== undefined && served.metadata?.namespace !== selection.namespace) return false;
     return matchesLabels(selection.labels, served.metadata?.labels) && matchesFields(selection.fields, (f) => def.fieldValue(served, f) ?? '');
   }
