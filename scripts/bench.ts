@@ -23,6 +23,7 @@ import { api, HostProcess, startHostProcess } from '../test/helpers/hostProcess'
 import { applyBench } from './benchApply';
 import { idleBench } from './benchIdle';
 import { karmadaRun } from './benchKarmada';
+import { karmadaFirstSyncBench } from './benchKarmadaFirstSync';
 import { karmadaVsOursBench } from './benchKarmadaVsOurs';
 import { policyBench } from './benchPolicies';
 import { scaleRun } from './benchScale';
@@ -575,6 +576,12 @@ async function main() {
   }
   // Starts real Karmada control planes: run it under flock /tmp/realkarmada.lock.
   if (process.argv[2] === 'karmada-vs-ours') return karmadaVsOursBench(process.argv.slice(3));
+  // The first sync against a real Karmada control plane (run it under the same lock).
+  if (process.argv[2] === 'karmada-first-sync') {
+    await karmadaFirstSyncBench(process.argv.slice(3));
+    // The app's Kubernetes client keeps connections open.
+    process.exit(0);
+  }
   if (process.argv[2] === 'planning') {
     console.log(JSON.stringify(await planningRun(20_000)));
     return;
