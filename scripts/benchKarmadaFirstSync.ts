@@ -11,7 +11,6 @@
  * them would keep the controllers busy probing and reconciling on a 2-core machine, and the member's Cluster
  * is deleted so that the app sees exactly the seeded ones. The JSON says what ran during the measurement.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { sleep } from '../shared/clock';
 import { loadConfig } from '../shared/config';
@@ -20,6 +19,7 @@ import { createControlPlane } from '../shared/runtime';
 import { silentLogger } from '../shared/telemetry/log';
 import { startTestStorage, TestStorage } from '../test/helpers/azurite';
 import { ensureKarmadaBuilt, RealKarmada, startRealKarmada } from '../test/helpers/realKarmada';
+import { findPid } from './benchKarmadaVsOurs';
 
 /** Requests in flight while seeding: enough to keep kube-apiserver, etcd and the webhook busy on 2 cores. */
 const CONCURRENCY = 32;
@@ -142,19 +142,8 @@ async function pool(count: number, task: (i: number) => Promise<void>) {
 }
 
 /** A process of this Karmada (its admin kubeconfig on the command line), by the name of its binary. */
-function pidOf(karmada: RealKarmada, binary: string): number | undefined {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let argv: string[];
-    try {
-      argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean);
-    } catch {
-      continue;
-    }
-    if (argv[0]?.endsWith(`/${binary}`) && argv.includes(`--kubeconfig=${karmada.kubeconfigPath}`)) return Number(entry);
-  }
-  return undefined;
-}
+const pidOf = (karmada: RealKarmada, binary: string): number | undefined =>
+  findPid((argv) => argv[0]?.endsWith(`/${binary}`) && argv.includes(`--kubeconfig=${karmada.kubeconfigPath}`));
 
 /** SIGKILLs one of the helper's child processes (each leads its own process group) and waits until it is gone. */
 async function killComponent(karmada: RealKarmada, binary: string): Promise<boolean> {

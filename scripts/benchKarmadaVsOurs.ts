@@ -128,7 +128,7 @@ export interface SideResult {
 // ---------------------------------------------------------------------------------------------- /proc
 
 /** Pid of the first process whose argv matches. */
-function findPid(match: (argv: string[]) => boolean): number | undefined {
+export function findPid(match: (argv: string[]) => boolean): number | undefined {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     let argv: string[];

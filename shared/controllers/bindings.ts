@@ -6,6 +6,7 @@ import { isFaultyTaint } from '../failover/evictionDecision';
 import { abandon } from '../failover/evictionRow';
 import { POLICY_LABELS, type PropagationCandidate } from '../failover/propagation';
 import { keep, Mutation, remove, write } from '../store/optimistic';
+import type { EventRecord } from '../store/ports';
 import type { BindingRecord } from '../store/records';
 import type { ControlPlane } from './ports';
 import { writeBinding } from './state/bindingWrites';
@@ -34,12 +35,22 @@ export async function applyBinding(plane: ControlPlane, input: BindingInput, opt
   const key = bindingKey(refOf(input));
   const governed = governedBinding(input, await loadPropagationPolicies(plane));
   const { result, record } = await writeBinding<ApplyAction>(plane, key, (current, now) => appliedBinding(input, governed, current, now), options);
-  if (result !== 'unchanged' && record) {
-    await plane.events.append([appliedEvent(plane, record, result)]);
-    await notifyFaultyClusters(plane, record);
-    if (needsScheduling(record)) await plane.scheduler.send({ binding: key });
-  }
+  await afterWrite(plane, key, record, result, appliedEvent);
   return result;
+}
+
+/** What follows a binding's write that created or changed it: its event, the faulty clusters it is placed on told, the scheduler asked. */
+async function afterWrite(
+  plane: ControlPlane,
+  key: string,
+  record: BindingRecord | undefined,
+  result: ApplyAction,
+  eventOf: (plane: ControlPlane, record: BindingRecord, result: ApplyAction) => EventRecord,
+): Promise<void> {
+  if (result === 'unchanged' || !record) return;
+  await plane.events.append([eventOf(plane, record, result)]);
+  await notifyFaultyClusters(plane, record);
+  if (needsScheduling(record)) await plane.scheduler.send({ binding: key });
 }
 
 /** The spec an applied binding gets: the governing propagation policy fills in the placement and failover it leaves out. */
@@ -61,17 +72,7 @@ export function appliedBinding(
   const ref = refOf(input);
   // Taken before `next` (the same object as `current` when it exists) is changed.
   const before = current ? userView(current) : undefined;
-  const next: BindingRecord = current ?? {
-    ...ref,
-    uid: randomUUID(),
-    createdAt: now.toISOString(),
-    generation: 1,
-    rev: 0,
-    labels: {},
-    annotations: {},
-    spec: input.spec,
-    status: {},
-  };
+  const next: BindingRecord = current ?? newBindingRecord(ref, input.spec, now);
   next.labels = input.metadata.labels ?? {};
   next.annotations = input.metadata.annotations ?? {};
   // activeEvictionHistory is written by the control plane only (an applied value is ignored): the stored one is kept.
@@ -85,6 +86,19 @@ export function appliedBinding(
   if ((input.spec.clusters ?? []).length > 0) next.status = { ...next.status, schedulerObservedGeneration: next.generation };
   return write(next, current ? 'configured' : 'created');
 }
+
+/** A binding as first created: its own uid and generation 1, no labels yet, nothing placed. */
+const newBindingRecord = (ref: BindingRef, spec: BindingRecord['spec'], now: Date): BindingRecord => ({
+  ...ref,
+  uid: randomUUID(),
+  createdAt: now.toISOString(),
+  generation: 1,
+  rev: 0,
+  labels: {},
+  annotations: {},
+  spec,
+  status: {},
+});
 
 /** The event of an applied binding that was created or changed. */
 export const appliedEvent = (plane: ControlPlane, record: BindingRecord, result: ApplyAction) =>
@@ -154,11 +168,7 @@ export async function applyDerivedBinding(
   const key = bindingKey(input.ref);
   const candidates = policies ?? (await loadPropagationPolicies(plane));
   const { result, record } = await writeBinding<ApplyAction>(plane, key, (current, now) => derivedBinding(input, candidates, current, now), options);
-  if (result !== 'unchanged' && record) {
-    await plane.events.append([derivedEvent(plane, record, result)]);
-    await notifyFaultyClusters(plane, record);
-    if (needsScheduling(record)) await plane.scheduler.send({ binding: key });
-  }
+  await afterWrite(plane, key, record, result, derivedEvent);
   return result;
 }
 
@@ -179,17 +189,7 @@ export function derivedBinding(
   };
   const governed = governedSpec({ namespace: input.ref.namespace, labels: input.labels }, own, candidates);
   const before = current ? userView(current) : undefined;
-  const next: BindingRecord = current ?? {
-    ...input.ref,
-    uid: randomUUID(),
-    createdAt: now.toISOString(),
-    generation: 1,
-    rev: 0,
-    labels: {},
-    annotations: {},
-    spec: governed.spec,
-    status: {},
-  };
+  const next: BindingRecord = current ?? newBindingRecord(input.ref, governed.spec, now);
   const kept = {
     clusters: next.spec.clusters,
     gracefulEvictionTasks: next.spec.gracefulEvictionTasks,
