@@ -285,6 +285,10 @@ const failoverSettingsText = (failover: PlacementFacts['failoverCluster']) => JS
 async function reindexFailoverSettings(plane: ControlPlane, scope: { namespace?: string; clusterScoped: boolean; policy?: string }): Promise<number> {
   const karmada = plane.karmada!;
   policySettingsCache.forget(plane);
+  // Only indexed bindings can have rows to correct: an empty index (a first sync, whose binding relist writes
+  // every row with the settings it reads) needs no binding listing and no cluster's rows read.
+  const indexed = new Set((await karmada.placements.list()).map((entry) => entry.id));
+  if (indexed.size === 0) return 0;
   const [settings, namespaced, clusterScoped] = await Promise.all([
     policySettings(plane),
     listAll(karmada.api, KARMADA.resourceBindings, scope.namespace),
@@ -293,7 +297,7 @@ async function reindexFailoverSettings(plane: ControlPlane, scope: { namespace?:
   const records = [
     ...namespaced.items.map((object) => toBindingRecord(object, 'ResourceBinding')),
     ...(clusterScoped?.items ?? []).map((object) => toBindingRecord(object, 'ClusterResourceBinding')),
-  ].filter((record) => !scope.policy || governingPolicyKey(record) === scope.policy);
+  ].filter((record) => indexed.has(bindingKey(record)) && (!scope.policy || governingPolicyKey(record) === scope.policy));
   const wanted = records.flatMap((record) => placementsOf(withPolicySettings(record, settings)));
   const byCluster = new Map<string, PlacementFacts[]>();
   for (const row of wanted) byCluster.set(row.cluster, [...(byCluster.get(row.cluster) ?? []), row]);
