@@ -60,3 +60,25 @@ export class SharedPass<T> {
     return result;
   }
 }
+
+/**
+ * Cuts `items` into batches of at most `size`, in order, none naming a key twice: an item whose key its batch
+ * already holds starts the next batch, so a caller naming one object twice gets it applied in order.
+ */
+export function distinctBatches<T>(items: readonly T[], size: number, keyOf: (item: T) => string): T[][] {
+  const batches: T[][] = [];
+  let batch: T[] = [];
+  let keys = new Set<string>();
+  for (const item of items) {
+    const key = keyOf(item);
+    if (batch.length >= size || keys.has(key)) {
+      batches.push(batch);
+      batch = [];
+      keys = new Set();
+    }
+    batch.push(item);
+    keys.add(key);
+  }
+  if (batch.length > 0) batches.push(batch);
+  return batches;
+}

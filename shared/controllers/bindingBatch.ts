@@ -1,4 +1,4 @@
-import { mapConcurrent } from '../concurrency';
+import { distinctBatches, mapConcurrent } from '../concurrency';
 import { bindingKey, PlacementFacts } from '../failover/bindingModel';
 import type { PropagationCandidate } from '../failover/propagation';
 import type { Mutation } from '../store/optimistic';
@@ -41,7 +41,7 @@ const SEND_CONCURRENCY = 16;
 /** Events per `events.append` (a binding's event goes to one of a few buckets: a transaction per bucket). */
 const EVENTS_PER_APPEND = 500;
 /** Once more than this share of a created batch was found stored, the request's later batches read first. */
-const STORED_SHARE_TO_READ = 0.1;
+export const STORED_SHARE_TO_READ = 0.1;
 
 interface PlannedWrite {
   index: number;
@@ -127,7 +127,8 @@ async function applyBatched(plane: ControlPlane, inputs: BatchedBinding[], optio
   const actions: ApplyAction[] = [];
   // A request starts out creating (no reads); once a batch finds many of its bindings stored, the rest read first.
   let creating = !options.stored;
-  for (const batch of batchesOf(inputs)) {
+  // Batches of distinct bindings (decode refuses a request naming one twice).
+  for (const batch of distinctBatches(inputs, BATCH_SIZE, (input) => input.key)) {
     if (creating) {
       const { actions: applied, stored } = await createBatch(plane, store, batch);
       actions.push(...applied);
@@ -135,25 +136,6 @@ async function applyBatched(plane: ControlPlane, inputs: BatchedBinding[], optio
     } else actions.push(...(await applyBatch(plane, store, batch, options.listed)));
   }
   return actions;
-}
-
-/** Cuts the inputs into batches of distinct bindings (decode refuses a request naming one twice; a caller that does gets them applied in order). */
-function batchesOf(inputs: BatchedBinding[]): BatchedBinding[][] {
-  const batches: BatchedBinding[][] = [];
-  let batch: BatchedBinding[] = [];
-  let keys = new Set<string>();
-  for (const input of inputs) {
-    const key = input.key;
-    if (batch.length >= BATCH_SIZE || keys.has(key)) {
-      batches.push(batch);
-      batch = [];
-      keys = new Set();
-    }
-    batch.push(input);
-    keys.add(key);
-  }
-  if (batch.length > 0) batches.push(batch);
-  return batches;
 }
 
 /** A batch applied from a point read of each binding. */
@@ -305,7 +287,8 @@ async function afterWrites(plane: ControlPlane, written: PlannedWrite[], actions
   await mapConcurrent(messages, SEND_CONCURRENCY, (bindings) => plane.scheduler.send(bindings.length === 1 ? { binding: bindings[0] } : { bindings }));
 }
 
-async function appendEvents(plane: ControlPlane, events: EventRecord[]): Promise<void> {
+/** Events in appends of at most EVENTS_PER_APPEND (one transaction per bucket each). */
+export async function appendEvents(plane: ControlPlane, events: EventRecord[]): Promise<void> {
   for (let i = 0; i < events.length; i += EVENTS_PER_APPEND) await plane.events.append(events.slice(i, i + EVENTS_PER_APPEND));
 }
 

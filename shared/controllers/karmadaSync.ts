@@ -11,7 +11,7 @@ import { bindingKeyOf, toBindingRecord } from '../store/karmada/bindingStore';
 import { KarmadaClusterStore, toRecord } from '../store/karmada/clusterStore';
 import { listAll, userAnnotations } from '../store/karmada/kubeObjects';
 import { ownPolicyId } from '../store/karmada/policyStores';
-import { canWriteMany, ConcurrencyError, Versioned } from '../store/ports';
+import { canWriteMany, ConcurrencyError, listByPrefix, Versioned } from '../store/ports';
 import type { BindingRecord, ClusterRecord, PolicyRecord } from '../store/records';
 import { errorFields, StateChanges } from '../telemetry/log';
 import { reportWorkloadStatus } from './applicationFailover';
@@ -287,7 +287,9 @@ async function reindexFailoverSettings(plane: ControlPlane, scope: { namespace?:
   policySettingsCache.forget(plane);
   // Only indexed bindings can have rows to correct: an empty index (a first sync, whose binding relist writes
   // every row with the settings it reads) needs no binding listing and no cluster's rows read.
-  const indexed = new Set((await karmada.placements.list()).map((entry) => entry.id));
+  const listed =
+    scope.namespace !== undefined && !scope.clusterScoped ? await listByPrefix(karmada.placements, `rb:${scope.namespace}:`) : await karmada.placements.list();
+  const indexed = new Set(listed.map((entry) => entry.id));
   if (indexed.size === 0) return 0;
   const [settings, namespaced, clusterScoped] = await Promise.all([
     policySettings(plane),

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TemplateView } from '../api/contract/views';
 import type { TemplateInput } from '../api/templates';
 import { RecentCache } from '../cache';
-import { mapConcurrent } from '../concurrency';
+import { distinctBatches, mapConcurrent } from '../concurrency';
 import { bindingKey } from '../failover/bindingModel';
 import { POLICY_LABELS, policyDisplay, policyKey, PolicyRef, PropagationCandidate, rankPolicies } from '../failover/propagation';
 import {
@@ -18,7 +18,7 @@ import {
 import { keep, mutate, write } from '../store/optimistic';
 import { type BatchDocumentStore, canWriteMany, type DocumentStore, listByPrefix, type Versioned } from '../store/ports';
 import type { BindingRecord, TemplateRecord } from '../store/records';
-import { applyDerivedBindings } from './bindingBatch';
+import { appendEvents, applyDerivedBindings, STORED_SHARE_TO_READ } from './bindingBatch';
 import { applyDerivedBinding, deleteBinding, DerivedBindingInput } from './bindings';
 import type { ControlPlane } from './ports';
 import type { ApplyAction } from './state/derivation';
@@ -241,7 +241,13 @@ export async function applyTemplates(plane: ControlPlane, inputs: TemplateInput[
     return actions;
   }
   let creating = true;
-  for (const batch of templateBatches(inputs)) {
+  const keyOf = (i: number) =>
+    templateKey(refOf({ ...inputs[i], namespace: templateNamespace(inputs[i].kind, inputs[i].metadata.namespace), name: inputs[i].metadata.name }));
+  for (const batch of distinctBatches(
+    inputs.map((_, i) => i),
+    TEMPLATE_BATCH_SIZE,
+    keyOf,
+  )) {
     if (!creating) {
       await alone(batch);
       continue;
@@ -266,7 +272,7 @@ export async function applyTemplates(plane: ControlPlane, inputs: TemplateInput[
         ? [createdEvent, templateEvent(ref.kind, display(ref), now, 'Claimed', claimMessage(record.claimedBy, undefined))]
         : [createdEvent];
     });
-    for (let i = 0; i < events.length; i += EVENTS_PER_APPEND) await plane.events.append(events.slice(i, i + EVENTS_PER_APPEND));
+    await appendEvents(plane, events);
     const claimed = created.filter((record) => record.claimedBy);
     const derived = await Promise.all(claimed.map((record) => derivedInputOf(plane, record, record.claimedBy!, candidates)));
     await applyDerivedBindings(plane, derived, candidates);
@@ -281,29 +287,6 @@ export async function applyTemplates(plane: ControlPlane, inputs: TemplateInput[
 const TEMPLATE_BATCH_SIZE = 500;
 /** Templates applied alone at once. */
 const TEMPLATE_CONCURRENCY = 16;
-/** Events per `events.append`. */
-const EVENTS_PER_APPEND = 500;
-/** Once more than this share of a batch was found stored, the request's later templates are applied alone, from a read. */
-const STORED_SHARE_TO_READ = 0.1;
-
-/** Batches of indexes naming distinct templates (a caller naming one twice gets them applied in order). */
-function templateBatches(inputs: TemplateInput[]): number[][] {
-  const batches: number[][] = [];
-  let batch: number[] = [];
-  let keys = new Set<string>();
-  inputs.forEach((input, index) => {
-    const key = templateKey(refOf({ ...input, namespace: templateNamespace(input.kind, input.metadata.namespace), name: input.metadata.name }));
-    if (batch.length >= TEMPLATE_BATCH_SIZE || keys.has(key)) {
-      batches.push(batch);
-      batch = [];
-      keys = new Set();
-    }
-    batch.push(index);
-    keys.add(key);
-  });
-  if (batch.length > 0) batches.push(batch);
-  return batches;
-}
 
 /**
  * The detector for one stored template: claims it for the policy that ranks first (labels it), and creates
@@ -414,7 +397,7 @@ async function rederiveBatch(
       const ref = refOf(entries[k].value);
       return templateEvent(ref.kind, display(ref), now, claims[k] ? 'Claimed' : 'Unclaimed', claimMessage(claims[k], entries[k].value.claimedBy));
     });
-  for (let i = 0; i < events.length; i += EVENTS_PER_APPEND) await plane.events.append(events.slice(i, i + EVENTS_PER_APPEND));
+  await appendEvents(plane, events);
   const claimed = entries.flatMap((entry, k) => (claims[k] && !lost.has(k) ? [{ record: entry.value, claim: claims[k] }] : []));
   const derived = await Promise.all(claimed.map(({ record, claim }) => derivedInputOf(plane, record, claim, policies)));
   await applyDerivedBindings(plane, derived, policies, { stored: true, listed });

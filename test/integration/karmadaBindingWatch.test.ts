@@ -1,12 +1,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadConfig } from '../../shared/config';
 import { syncKarmada } from '../../shared/controllers/karmadaSync';
 import type { ControlPlane, TaintManagerMessage } from '../../shared/controllers/ports';
-import { createControlPlane } from '../../shared/runtime';
 import { MemoryMessageQueue } from '../../shared/store/memory/messageQueue';
-import { silentLogger } from '../../shared/telemetry/log';
-import { startTestStorage, type TestStorage } from '../helpers/azurite';
-import { type KubeApiServer, startKubeApiServer } from '../helpers/kubeApiServer';
+import { type KarmadaTestPlane, startKarmadaTestPlane } from '../helpers/karmadaTestPlane';
+import type { KubeApiServer } from '../helpers/kubeApiServer';
 
 /**
  * Karmada rewrites a binding many times while it fails over (aggregated status, Work conditions, its
@@ -14,7 +11,7 @@ import { type KubeApiServer, startKubeApiServer } from '../helpers/kubeApiServer
  * its failover settings) sends the faulty cluster's taint manager a pass; the rest write nothing to the
  * placement index. Real Azurite, the Kubernetes API test server, the real sync.
  */
-let env: TestStorage;
+let karmada: KarmadaTestPlane | undefined;
 let server: KubeApiServer;
 let plane: ControlPlane;
 const taintManager = new MemoryMessageQueue<TaintManagerMessage>();
@@ -40,14 +37,8 @@ const bindingObject = (extra: { tolerations?: unknown[]; health?: string } = {})
 const bindingPasses = () => taintManager.takeAll().filter((m) => m.message.reason === 'binding-changed');
 
 beforeAll(async () => {
-  env = await startTestStorage();
-  server = await startKubeApiServer({ bookmarkIntervalMs: 200 });
-  plane = createControlPlane(env.storage, loadConfig({ FAILOVER_ENABLED: 'true', KARMADA_KUBECONFIG: server.kubeconfig() }), {
-    log: silentLogger,
-    taintManager,
-    evaluations: new MemoryMessageQueue(),
-    evictions: new MemoryMessageQueue(),
-  });
+  karmada = await startKarmadaTestPlane({ taintManager });
+  ({ server, plane } = karmada);
   server.upsert({
     apiVersion: 'cluster.karmada.io/v1alpha1',
     kind: 'Cluster',
@@ -61,8 +52,7 @@ beforeAll(async () => {
   taintManager.takeAll();
 }, 60_000);
 afterAll(async () => {
-  await server?.close();
-  await env?.close();
+  await karmada?.close();
 });
 
 it('a status-only version of a binding on a faulty cluster plans nothing and writes no index row', async () => {

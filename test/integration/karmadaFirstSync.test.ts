@@ -1,12 +1,8 @@
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { loadConfig } from '../../shared/config';
 import { syncKarmada } from '../../shared/controllers/karmadaSync';
 import type { ControlPlane } from '../../shared/controllers/ports';
-import { createControlPlane } from '../../shared/runtime';
-import { MemoryMessageQueue } from '../../shared/store/memory/messageQueue';
-import { silentLogger } from '../../shared/telemetry/log';
-import { startTestStorage, type TestStorage } from '../helpers/azurite';
-import { type KubeApiServer, startKubeApiServer } from '../helpers/kubeApiServer';
+import { type KarmadaTestPlane, startKarmadaTestPlane } from '../helpers/karmadaTestPlane';
+import type { KubeApiServer } from '../helpers/kubeApiServer';
 
 /**
  * A first sync lists Karmada's bindings and creates their placement rows and index rows (the store writes a
@@ -15,7 +11,7 @@ import { type KubeApiServer, startKubeApiServer } from '../helpers/kubeApiServer
  * relist has no row to correct. Real Azurite, the Kubernetes API test
  * server, the real sync.
  */
-let env: TestStorage;
+let karmada: KarmadaTestPlane | undefined;
 let server: KubeApiServer;
 let plane: ControlPlane;
 
@@ -33,21 +29,14 @@ const binding = (name: string, cluster: string, replicas: number) => ({
 });
 
 beforeAll(async () => {
-  env = await startTestStorage();
-  server = await startKubeApiServer({ bookmarkIntervalMs: 200 });
-  plane = createControlPlane(env.storage, loadConfig({ FAILOVER_ENABLED: 'true', KARMADA_KUBECONFIG: server.kubeconfig() }), {
-    log: silentLogger,
-    taintManager: new MemoryMessageQueue(),
-    evaluations: new MemoryMessageQueue(),
-    evictions: new MemoryMessageQueue(),
-  });
+  karmada = await startKarmadaTestPlane();
+  ({ server, plane } = karmada);
   for (const name of ['member1', 'member2'])
     server.upsert({ apiVersion: 'cluster.karmada.io/v1alpha1', kind: 'Cluster', metadata: { name }, spec: { syncMode: 'Push' } });
   for (let i = 0; i < 30; i++) server.upsert(binding(`app-${i}`, i % 2 ? 'member2' : 'member1', 1 + (i % 3)));
 }, 30_000);
 afterAll(async () => {
-  await server?.close();
-  await env?.close();
+  await karmada?.close();
 });
 
 const rowsOf = async (cluster: string) => (await plane.ledger.listPlacements(cluster)).sort((a, b) => a.name.localeCompare(b.name));

@@ -1,13 +1,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadConfig } from '../../shared/config';
 import { syncKarmada } from '../../shared/controllers/karmadaSync';
 import type { ControlPlane } from '../../shared/controllers/ports';
 import { fleetClusters, fleetCounts } from '../../shared/controllers/state/reads';
-import { createControlPlane } from '../../shared/runtime';
-import { MemoryMessageQueue } from '../../shared/store/memory/messageQueue';
-import { silentLogger } from '../../shared/telemetry/log';
-import { startTestStorage, type TestStorage } from '../helpers/azurite';
-import { type KubeApiServer, startKubeApiServer } from '../helpers/kubeApiServer';
+import { type KarmadaTestPlane, startKarmadaTestPlane } from '../helpers/karmadaTestPlane';
+import type { KubeApiServer } from '../helpers/kubeApiServer';
 
 /**
  * Karmada mode: while the sync watches the Clusters, the process's fleet view (placement, the blast-radius
@@ -15,7 +11,7 @@ import { type KubeApiServer, startKubeApiServer } from '../helpers/kubeApiServer
  * second; once the watch has ended, a read older than its bound lists again. Real Azurite, the Kubernetes
  * API test server, the real sync.
  */
-let env: TestStorage;
+let karmada: KarmadaTestPlane | undefined;
 let server: KubeApiServer;
 let plane: ControlPlane;
 
@@ -30,20 +26,13 @@ const clusterLists = () => server.requests.filter((r) => r.verb === 'list' && r.
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 beforeAll(async () => {
-  env = await startTestStorage();
-  server = await startKubeApiServer({ bookmarkIntervalMs: 200 });
-  plane = createControlPlane(env.storage, loadConfig({ FAILOVER_ENABLED: 'true', KARMADA_KUBECONFIG: server.kubeconfig() }), {
-    log: silentLogger,
-    taintManager: new MemoryMessageQueue(),
-    evaluations: new MemoryMessageQueue(),
-    evictions: new MemoryMessageQueue(),
-  });
+  karmada = await startKarmadaTestPlane();
+  ({ server, plane } = karmada);
   for (const name of ['member1', 'member2', 'member3']) server.upsert(cluster(name));
   await syncKarmada(plane, 0.5);
 }, 60_000);
 afterAll(async () => {
-  await server?.close();
-  await env?.close();
+  await karmada?.close();
 });
 
 it('follows the watch: changes are seen without listing the Clusters, and a fresh read lists none', async () => {

@@ -1,13 +1,10 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadConfig } from '../../shared/config';
 import { syncKarmada } from '../../shared/controllers/karmadaSync';
 import type { ControlPlane, EvictionBatch, TaintManagerMessage } from '../../shared/controllers/ports';
 import { CALLER_PLANNED_MESSAGE_DELAY_SECONDS } from '../../shared/controllers/state/clusterWrites';
-import { createControlPlane } from '../../shared/runtime';
 import { MemoryMessageQueue } from '../../shared/store/memory/messageQueue';
-import { silentLogger } from '../../shared/telemetry/log';
-import { startTestStorage, type TestStorage } from '../helpers/azurite';
-import { type KubeApiServer, startKubeApiServer } from '../helpers/kubeApiServer';
+import { type KarmadaTestPlane, startKarmadaTestPlane } from '../helpers/karmadaTestPlane';
+import type { KubeApiServer } from '../helpers/kubeApiServer';
 
 /**
  * The watch sees Karmada write Ready=False and evaluates, taints, plans and paces the cluster itself, where it
@@ -15,7 +12,7 @@ import { type KubeApiServer, startKubeApiServer } from '../helpers/kubeApiServer
  * that write) must not run a second pass beside the first evictions: one message, delayed, as a safety net.
  * Real Azurite, the Kubernetes API test server, the real sync.
  */
-let env: TestStorage;
+let karmada: KarmadaTestPlane | undefined;
 let server: KubeApiServer;
 let plane: ControlPlane;
 const taintManager = new MemoryMessageQueue<TaintManagerMessage>();
@@ -49,14 +46,8 @@ const binding = (name: string) => ({
 });
 
 beforeAll(async () => {
-  env = await startTestStorage();
-  server = await startKubeApiServer({ bookmarkIntervalMs: 200 });
-  plane = createControlPlane(env.storage, loadConfig({ FAILOVER_ENABLED: 'true', KARMADA_KUBECONFIG: server.kubeconfig() }), {
-    log: silentLogger,
-    taintManager,
-    evaluations: new MemoryMessageQueue(),
-    evictions,
-  });
+  karmada = await startKarmadaTestPlane({ taintManager, evictions });
+  ({ server, plane } = karmada);
   server.upsert({
     apiVersion: 'policy.karmada.io/v1alpha1',
     kind: 'ClusterTaintPolicy',
@@ -73,8 +64,7 @@ beforeAll(async () => {
   taintManager.takeAll();
 }, 60_000);
 afterAll(async () => {
-  await server?.close();
-  await env?.close();
+  await karmada?.close();
 });
 
 it("plans and paces a failure the watch saw itself; the change's taint-manager message waits, once", async () => {
