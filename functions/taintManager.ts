@@ -1,5 +1,5 @@
 import { app, InvocationContext } from '@azure/functions';
-import { paceAndRunFirst } from '../shared/controllers/paceAndRun';
+import { planAndPaceHere } from '../shared/controllers/paceAndRun';
 import { taintManagerMessage } from '../shared/controllers/ports';
 import { handleTaintManagerMessage } from '../shared/controllers/taintManager';
 import { evictionsOutput, handingOff } from '../shared/queue/handOff';
@@ -18,9 +18,9 @@ export async function taintManager(message: unknown, ctx: InvocationContext): Pr
   const parsed = parseQueueMessage(taintManagerMessage, message, ctx, 'taint manager');
   if (!parsed) return;
   const plane = invocationPlane(ctx);
-  // Rows planned by this pass are paced at once; rows another pass planned (the Karmada watch plans and
-  // paces a failure itself) and a binding's change on a cluster already planned wait for the timer's tick.
-  await handleTaintManagerMessage(plane, parsed, (outcome) => (outcome.planned > 0 ? paceAndRunFirst(plane) : Promise.resolve()));
+  // Rows are paced as they are stored, and the first of them run here (planAndPaceHere), clusters failing
+  // together taking turns.
+  await planAndPaceHere(plane, () => handleTaintManagerMessage(plane, parsed));
 }
 
 app.storageQueue('taintManager', {

@@ -66,6 +66,21 @@ function loggedProgress(log: string, clusters: ReadonlySet<string>): { planned: 
   return { planned, plannedAt, ended };
 }
 
+/** When each cluster's whole plan was stored: the planner's `evictions enqueued` log line (its last, if several). */
+function plannedTimes(log: string): Map<string, number> {
+  const at = new Map<string, number>();
+  for (const line of log.split('\n')) {
+    if (!line.includes('"evictions enqueued"')) continue;
+    try {
+      const entry = JSON.parse(line) as { time: string; cluster: string };
+      at.set(entry.cluster, Math.max(at.get(entry.cluster) ?? -Infinity, Date.parse(entry.time)));
+    } catch {
+      // a line cut at the stretch's edge
+    }
+  }
+  return at;
+}
+
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux): its busy time. */
 function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
@@ -159,16 +174,7 @@ async function plannerBusySeconds(ledger: TableClient, hostLog: string): Promise
     const at = Date.parse((JSON.parse(row.decision ?? '{}') as { decidedAt?: string }).decidedAt ?? '');
     if (Number.isFinite(at)) decided.set(cluster, Math.min(decided.get(cluster) ?? Infinity, at));
   }
-  const enqueued = new Map<string, number>();
-  for (const line of hostLog.split('\n')) {
-    if (!line.includes('"evictions enqueued"')) continue;
-    try {
-      const entry = JSON.parse(line) as { time: string; cluster: string };
-      enqueued.set(entry.cluster, Math.max(enqueued.get(entry.cluster) ?? -Infinity, Date.parse(entry.time)));
-    } catch {
-      // a line cut at the stretch's edge
-    }
-  }
+  const enqueued = plannedTimes(hostLog);
   const spans = [...decided]
     .filter(([cluster]) => enqueued.has(cluster))
     .map(([cluster, from]) => [from, enqueued.get(cluster)!] as const)
@@ -342,10 +348,34 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
         .filter(Number.isFinite)
         .map((t) => (t - failedAtMs) / 1000)
         .sort((a, b) => a - b);
+      // Where that time goes, per failed cluster (medians over them): its planning began (the earliest row's
+      // decidedAt), its first slot was handed out for, and its whole plan was stored (the planner's log line).
+      const allRows = (await Promise.all(failed.map((name) => plane.ledger.listEvictions(name)))).flat();
+      const enqueuedAt = plannedTimes(host.output().slice(planningLogFrom));
+      const stage = (pick: (rows: typeof allRows, cluster: string) => number) => {
+        const times = failed
+          .map((name) =>
+            pick(
+              allRows.filter((row) => row.record.cluster === name),
+              name,
+            ),
+          )
+          .filter(Number.isFinite)
+          .map((t) => (t - failedAtMs) / 1000)
+          .sort((a, b) => a - b);
+        return times.length ? round(times[Math.floor((times.length - 1) / 2)], 2) : null;
+      };
+      const earliest = (rows: typeof allRows, field: 'decidedAt' | 'scheduledFor') =>
+        Math.min(...rows.map((row) => Date.parse(row.record[field] ?? '') || Infinity));
       const firstEviction = {
         seconds: firstByCluster.length ? round(firstByCluster[0], 2) : null,
         perClusterMedianSeconds: firstByCluster.length ? round(firstByCluster[Math.floor((firstByCluster.length - 1) / 2)], 2) : null,
         perClusterSeconds: firstByCluster.map((t) => round(t, 2)),
+        medianStagesSeconds: {
+          planningBegan: stage((rows) => earliest(rows, 'decidedAt')),
+          firstSlot: stage((rows) => earliest(rows, 'scheduledFor')),
+          wholePlanStored: stage((_, name) => enqueuedAt.get(name) ?? Infinity),
+        },
       };
       return {
         clusters,

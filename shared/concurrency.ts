@@ -82,3 +82,28 @@ export function distinctBatches<T>(items: readonly T[], size: number, keyOf: (it
   if (batch.length > 0) batches.push(batch);
   return batches;
 }
+
+/**
+ * At most `limit` tasks running at once across every caller that shares it, the rest waiting in order of
+ * arrival: bulk writes of one process kept from queueing more requests at storage than it serves at a time,
+ * so that a small request sent meanwhile (a pacer pass) does not wait behind all of them.
+ */
+export class Limiter {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.running < this.limit) this.running++;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await task();
+    } finally {
+      // The slot passes straight to the next waiter, or is given back.
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
+}

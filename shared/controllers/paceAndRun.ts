@@ -1,6 +1,9 @@
+import { PlaneState } from '../cache';
+import { sleep } from '../clock';
+import { SharedPass } from '../concurrency';
 import { errorFields } from '../telemetry/log';
 import { executeEvictionBatch } from './evictionWorker';
-import { announcePassHere, paceAfterPlanning } from './pacer';
+import { announcePassHere, offerShortPass, paceAfterPlanning, passesHereAnnounced, passHereAnnounced, runPacer } from './pacer';
 import type { ControlPlane, EvictionBatch } from './ports';
 import { refreshPolicyStatuses } from './taintPolicies';
 
@@ -33,15 +36,25 @@ export async function paceAndRunFirst(plane: ControlPlane, options: RunHereOptio
 async function paceAndRun(plane: ControlPlane, options: RunHereOptions): Promise<void> {
   const started: Array<Promise<unknown>> = [];
   const later = options.later ?? ((work: Promise<unknown>) => void started.push(work));
+  refreshStatuses(plane, later);
+  // Decided before the pass: slots for a caller that cannot run them get the queue's lead, not RUN_HERE_LEAD_MS.
+  const canRunHere = options.until === undefined || Date.now() < options.until;
+  await paceAfterPlanning(plane, canRunHere ? { runHere: runnerHere(plane, options.until, later) } : {});
+  await Promise.all(started);
+}
+
+function refreshStatuses(plane: ControlPlane, later: (work: Promise<unknown>) => void): void {
   later(
     refreshPolicyStatuses(plane).catch((error: unknown) =>
       plane.log.warn("policy status round after planning failed: the timer's next round writes it", { ...errorFields(error) }),
     ),
   );
-  // Decided before the pass: slots for a caller that cannot run them get the queue's lead, not RUN_HERE_LEAD_MS.
-  const canRunHere = options.until === undefined || Date.now() < options.until;
-  const runHere = (batch: EvictionBatch) => {
-    if (options.until !== undefined && Date.now() > options.until) return false;
+}
+
+/** Runs a pass's batch in this invocation (unless `until` has passed: then false, and the batch is sent). */
+function runnerHere(plane: ControlPlane, until: number | undefined, later: (work: Promise<unknown>) => void): (batch: EvictionBatch) => boolean {
+  return (batch) => {
+    if (until !== undefined && Date.now() > until) return false;
     later(
       executeEvictionBatch(plane, batch).catch(async (error: unknown) => {
         plane.log.warn('eviction run right after planning failed: its message goes to the worker', { ...errorFields(error) });
@@ -50,6 +63,62 @@ async function paceAndRun(plane: ControlPlane, options: RunHereOptions): Promise
     );
     return true;
   };
-  await paceAfterPlanning(plane, canRunHere ? { runHere } : {});
-  await Promise.all(started);
+}
+
+/** While failures are being planned here: how often a short pass runs, and how far ahead it hands out slots. */
+export const PLANNING_PASS_INTERVAL_MS = 200;
+export const PLANNING_PASS_LOOK_AHEAD_MS = 800;
+
+/** Per process: the short passes that run while failures are being planned here (one loop, shared). */
+const planningLoops = new PlaneState<{ loop?: Promise<void> }>('pacerPlanningLoop');
+
+/**
+ * Plans a failure (`plan`) while this process paces as its rows are stored: from before planning begins
+ * until every planning announced here has ended, a short pacer pass runs every PLANNING_PASS_INTERVAL_MS,
+ * hands out slots only PLANNING_PASS_LOOK_AHEAD_MS ahead, and runs them here. Clusters failing together are
+ * planned side by side, each its first rows first (taintManager.ts), so every one of them gets its first
+ * slots within a pass of its first rows being stored, in turns with the others, instead of waiting behind
+ * the slots a full pass (seconds ahead) gave the first cluster planned. Then one full pass, as after any
+ * planning. The timer's ticks hand out nothing meanwhile (they yield to passes announced here). Every
+ * invocation that planned awaits the loop, and with it the evictions it ran.
+ */
+export async function planAndPaceHere<T>(plane: ControlPlane, plan: () => Promise<T>): Promise<T> {
+  const release = announcePassHere(plane);
+  const state = planningLoops.of(plane, () => ({}));
+  const loop = (state.loop ??= planningLoop(plane).finally(() => (state.loop = undefined)));
+  try {
+    return await plan();
+  } finally {
+    release();
+    await loop;
+  }
+}
+
+async function planningLoop(plane: ControlPlane): Promise<void> {
+  const started: Array<Promise<unknown>> = [];
+  const later = (work: Promise<unknown>) => void started.push(work);
+  const runHere = runnerHere(plane, undefined, later);
+  const passes = new SharedPass(async () => {
+    const outcome = await runPacer(plane, { runHere, lookAheadMs: PLANNING_PASS_LOOK_AHEAD_MS, lanesExpected: passesHereAnnounced(plane) });
+    plane.log.debug('pacer pass while planning', { ...outcome });
+    return outcome;
+  });
+  // A planner whose first rows are stored asks for a pass at once (paceFirstRows) instead of waiting for the next.
+  offerShortPass(plane, () => passes.after(passes.ticket()));
+  try {
+    while (passHereAnnounced(plane)) {
+      await sleep(PLANNING_PASS_INTERVAL_MS);
+      try {
+        await passes.after(passes.ticket());
+      } catch (error) {
+        plane.log.warn('pacer pass while planning failed: the next one paces the rows', { ...errorFields(error) });
+      }
+    }
+    offerShortPass(plane, undefined);
+    refreshStatuses(plane, later);
+    await paceAfterPlanning(plane, { runHere, allHere: true });
+  } finally {
+    offerShortPass(plane, undefined);
+    await Promise.all(started);
+  }
 }

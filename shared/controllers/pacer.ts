@@ -3,7 +3,7 @@ import type { EvictionRecord } from '../failover/bindingModel';
 import { bypassesGate } from '../failover/drain';
 import { assignSlots, directStartLeads, earliestSlot, slotHorizon, SlotLeads } from '../failover/evictionDecision';
 import { evictionRowId, park, postpone, schedule } from '../failover/evictionRow';
-import { interleave, turnsOf } from '../failover/priority';
+import { interleave, startAfter, turnsOf } from '../failover/priority';
 import type { DueGroup, PacerState, VersionedEviction } from '../store/ports';
 import { errorFields } from '../telemetry/log';
 import { ATTR, inSpan, recordSpan } from '../telemetry/tracing';
@@ -53,6 +53,8 @@ export const SLOT_LEADS: SlotLeads = { freshMs: MIN_SLOT_LEAD_MS, deliveryMs: DE
 export const RUN_HERE_LEAD_MS = 50;
 /** Messages whose first slot is nearer than this go to `runHere`: a queue poll could not deliver them in time. */
 export const RUN_HERE_WITHIN_MS = 1000;
+/** A short pass's leads: every slot runs here, so the series continues (or starts) RUN_HERE_LEAD_MS ahead. */
+const RUN_HERE_LEADS: SlotLeads = { freshMs: RUN_HERE_LEAD_MS, deliveryMs: RUN_HERE_LEAD_MS };
 
 export interface PacerOptions {
   /**
@@ -63,6 +65,24 @@ export interface PacerOptions {
    * message is.
    */
   runHere?: (batch: EvictionBatch) => boolean;
+  /**
+   * With `runHere`: hand out slots only this far ahead (at most RUN_HERE_WITHIN_MS, so that every one runs
+   * here), continuing the series right where it stands. A pass repeated at short intervals while failures are
+   * being planned (paceAndRun.ts) commits little ahead, so a cluster whose rows are stored a moment later
+   * takes turns with the others instead of waiting behind a whole look-ahead of their slots.
+   */
+  lookAheadMs?: number;
+  /**
+   * With `runHere`, and no deadline for it: a running series continues RUN_HERE_LEAD_MS ahead, not a queue
+   * poll's lead (implied by `lookAheadMs`).
+   */
+  allHere?: boolean;
+  /**
+   * A short pass's clusters expected to have rows soon (the failures being planned here): while fewer have
+   * rows stored, each takes at most its share of the pass's slots as if they all had, leaving the rest to the
+   * next pass, when the others' first rows may be there to take turns with.
+   */
+  lanesExpected?: number;
 }
 /**
  * How far ahead a tick hands out slots: MIN_SLOT_LEAD_MS + WINDOW_MS, or more while the ticks come further
@@ -105,7 +125,28 @@ export function announcePassHere(plane: ControlPlane): () => void {
   };
 }
 
-const passHereAnnounced = (plane: ControlPlane) => (passesHere.get(plane)?.count ?? 0) > 0;
+export const passesHereAnnounced = (plane: ControlPlane): number => passesHere.get(plane)?.count ?? 0;
+export const passHereAnnounced = (plane: ControlPlane): boolean => passesHereAnnounced(plane) > 0;
+
+/** Per process: the short pass of the loop that paces while failures are planned here (paceAndRun.ts), while it runs. */
+const shortPassHere = new PlaneState<{ run?: () => Promise<unknown> }>('pacerShortPassHere');
+
+/** While it runs, the planning loop offers its short pass: `run` returns one that began after the call. */
+export function offerShortPass(plane: ControlPlane, run: (() => Promise<unknown>) | undefined): void {
+  shortPassHere.of(plane, () => ({})).run = run;
+}
+
+/**
+ * A planner's first rows are stored: when the planning loop runs here, waits for a short pass that began
+ * after them (so they have their slots before the rest of the plan competes with the pass for storage);
+ * otherwise at once. A pass that fails is the loop's to report.
+ */
+export async function paceFirstRows(plane: ControlPlane): Promise<void> {
+  await shortPassHere
+    .get(plane)
+    ?.run?.()
+    .catch(() => undefined);
+}
 
 /**
  * A pacer pass right after rows were planned, instead of waiting up to a second for the timer's tick. It is
@@ -124,7 +165,9 @@ export async function paceAfterPlanning(plane: ControlPlane, options: PacerOptio
 }
 
 export async function runPacer(plane: ControlPlane, options: PacerOptions = {}): Promise<PacerOutcome> {
-  const leads = options.runHere ? directStartLeads(SLOT_LEADS, RUN_HERE_LEAD_MS) : SLOT_LEADS;
+  const shortPass = options.runHere !== undefined && options.lookAheadMs !== undefined;
+  const leads =
+    shortPass || (options.runHere && options.allHere) ? RUN_HERE_LEADS : options.runHere ? directStartLeads(SLOT_LEADS, RUN_HERE_LEAD_MS) : SLOT_LEADS;
   const yieldsToPassHere = () => !options.runHere && passHereAnnounced(plane);
   const now = plane.clock.now();
   const nowMs = now.getTime();
@@ -143,7 +186,8 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   const [{ state, etag }, recent] = await Promise.all([plane.ledger.getPacerState(), currentFleetHealth(plane)]);
   const nextSlotAt = Date.parse(state.nextSlotAt);
   // The row's updatedAt is the last tick that handed out slots (or changed the tier).
-  const horizon = slotHorizon(nextSlotAt, nowMs, Date.parse(state.updatedAt), LOOK_AHEAD);
+  const fullHorizon = slotHorizon(nextSlotAt, nowMs, Date.parse(state.updatedAt), LOOK_AHEAD);
+  const horizon = shortPass ? Math.min(fullHorizon, nowMs + Math.min(options.lookAheadMs!, RUN_HERE_WITHIN_MS)) : fullHorizon;
   // With the Failover gate off only a drain's rows go (a person's decision): the pacer looks at the
   // draining clusters' rows and leaves every other row where it is.
   const gateOff = !plane.config.failoverEnabled;
@@ -194,7 +238,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
       dueAt: Date.parse(bucket[0].dueAt),
     })),
     nowMs + MIN_SLOT_LEAD_MS,
-  );
+  ).map((turn) => startAfter(turn, state.lastCluster));
   // FailoverBudgets: read only when there is something to release (an idle tick reads none).
   const gate = groups.length > 0 ? await (budgetsRead ?? BudgetGate.open(plane, now)) : undefined;
   const ready: Ready[] = [];
@@ -259,6 +303,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
     const parkedFor = turn[0][0].bucket[0].parkedFor;
     if (parkedFor !== undefined && !(await gate!.hasRoom(parkedFor))) continue;
     const lanes = turn.map((lane) => ({ cursors: lane.map(({ bucket }) => newCursor(bucket)), at: 0, taken: [] as Ready[] }));
+    const laneCap = shortPass && options.lanesExpected ? Math.max(1, Math.ceil(limit / Math.max(options.lanesExpected, lanes.length))) : limit;
     let active = lanes;
     // The room left is shared out evenly among the lanes that still have rows, until it is used or they run out.
     while (active.length > 0) {
@@ -276,7 +321,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
           cursor.prefetched = { asked, rows };
         }
       for (const lane of active) {
-        let want = Math.min(share, limit - ready.length - lanes.reduce((sum, l) => sum + l.taken.length, 0));
+        let want = Math.min(share, laneCap - lane.taken.length, limit - ready.length - lanes.reduce((sum, l) => sum + l.taken.length, 0));
         while (want > 0 && lane.at < lane.cursors.length) {
           const cursor = lane.cursors[lane.at];
           if (cursor.asked === 0) cursors.push(cursor);
@@ -286,7 +331,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
           if (want > 0 || (cursor.rows.length < cursor.asked && !cursor.full)) lane.at++;
         }
       }
-      active = active.filter((lane) => lane.at < lane.cursors.length);
+      active = active.filter((lane) => lane.at < lane.cursors.length && lane.taken.length < laneCap);
     }
     ready.push(...interleave(lanes.map((lane) => lane.taken)));
   }
@@ -308,7 +353,8 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
     health.rate,
     horizon + (handedOutAt - nowMs),
   );
-  const next: PacerState = { ...base, nextSlotAt: new Date(nextFreeSlot).toISOString() };
+  const lastCluster = slots.length > 0 ? ready[slots.length - 1].record.cluster : state.lastCluster;
+  const next: PacerState = { ...base, nextSlotAt: new Date(nextFreeSlot).toISOString(), ...(lastCluster !== undefined ? { lastCluster } : {}) };
   // Checked again right before the claim: a pass here may have been announced while this one read.
   if (slots.length > 0 && yieldsToPassHere()) return { tier: health.tier, rate: health.rate, scheduled: 0, skipped: 'busy' };
   if (slots.length > 0 || healthChanged) {

@@ -6,16 +6,21 @@ import { decidedInEpisode, decideEviction, episodeStart, isFaultyTaint } from '.
 import { abandon, plan, retry, type RowChange, supersede } from '../failover/evictionRow';
 import { FAILBACK_REASON } from '../failover/failback';
 import { isUnhealthyCluster } from '../failover/fleetHealth';
+import { orderDue } from '../failover/priority';
 import type { Versioned, VersionedEviction } from '../store/ports';
 import type { BindingRecord } from '../store/records';
 import { queueNameOf } from '../telemetry/metrics';
 import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import { reconcileFailbackHome, resyncFailback } from './failback';
+import { paceFirstRows } from './pacer';
 import type { ControlPlane, TaintManagerMessage } from './ports';
 import { listClusterPlacements } from './state/bindingWrites';
 import { clusterEvent } from './state/events';
 import { applyRowChanges, planRows } from './state/evictionRows';
 import { fleetClusters, noteFleetChange } from './state/reads';
+
+/** A failed cluster's rows stored ahead of the rest: its first seconds of slots at the highest rate. */
+export const FIRST_ROWS = 32;
 
 /** Rows waiting for a slot or a target: what a recovery abandons at once. */
 const WAITING_STATES: readonly EvictionState[] = ['pending', 'blocked'];
@@ -121,7 +126,18 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanningP
   }
   let recorded = Promise.resolve();
   if (rows.length > 0) {
-    await planRows(plane, rows);
+    // The rows that go first are stored first, on their own, and given their slots (while the planning loop
+    // runs here) before the rest are written: with a thousand bindings on the cluster those take seconds of
+    // storage time, and the first evictions need not wait for them.
+    const byDueOrder = orderDue(
+      rows.map((row) => ({ row, priority: row.change.record.priority ?? 0, dueAt: Date.parse(row.change.record.dueAt) })),
+      now.getTime(),
+    ).map(({ row }) => row);
+    await planRows(plane, byDueOrder.slice(0, FIRST_ROWS));
+    if (byDueOrder.length > FIRST_ROWS) {
+      await paceFirstRows(plane);
+      await planRows(plane, byDueOrder.slice(FIRST_ROWS), { background: true });
+    }
     const dues = rows.map((r) => r.change.record.dueAt).sort();
     recorded = plane.events.append([
       clusterEvent(

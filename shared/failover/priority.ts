@@ -102,6 +102,16 @@ export function turnsOf<T extends ClusterCandidate>(candidates: readonly T[], no
   return turns;
 }
 
+/**
+ * A turn's lanes starting with the one after `cluster`'s (the cluster that took the last slot a pass handed
+ * out), wrapping around; as they are when no lane is that cluster's. Clusters thus take turns across passes as
+ * within one: a pass that hands out one slot gives it to the next cluster, not to the first again.
+ */
+export function startAfter<T extends { cluster: string }>(lanes: readonly (readonly T[])[], cluster: string | undefined): Array<readonly T[]> {
+  const at = cluster === undefined ? -1 : lanes.findIndex((lane) => lane[0]?.cluster === cluster);
+  return at < 0 ? [...lanes] : [...lanes.slice(at + 1), ...lanes.slice(0, at + 1)];
+}
+
 /** The lanes of a turn taken in turn: each lane's first, then each one's second, and so on. */
 export function interleave<T>(lanes: readonly (readonly T[])[]): T[] {
   const out: T[] = [];

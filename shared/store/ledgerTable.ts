@@ -123,9 +123,9 @@ export class TableLedger implements EvictionLedger, WriteJournal {
     await this.ready();
     return this.rows.getEviction(cluster, bindingKey);
   }
-  async recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>): Promise<void> {
+  async recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, options: { background?: boolean } = {}): Promise<void> {
     await this.ready();
-    return this.rows.recordEvictions(rows);
+    return this.rows.recordEvictions(rows, options);
   }
   async updateEvictions(updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>> {
     await this.ready();

@@ -152,6 +152,11 @@ export interface DueGroup {
   priority?: number;
   /** The FailoverBudget (`<namespace>/<name>`) holding these rows (`BudgetExceeded`), if one does. */
   parkedFor?: string;
+  /**
+   * The group's version as listed: deleteDue removes it only at that version, so a group written again since
+   * (rows added after the pacer read the group's rows) stays.
+   */
+  etag?: string;
 }
 
 /** The one global rate row: next free send slot, the pause switch, and the fleet health it was computed at. */
@@ -164,6 +169,11 @@ export interface PacerState {
   /** Unhealthy clusters at that health (Ready not True, or a faulty taint). */
   unhealthy: number;
   updatedAt: string;
+  /**
+   * The cluster whose row took the last slot handed out: the next pass's shared turns begin with the cluster
+   * after it, so clusters take turns across passes too (a pass may hand out a single slot).
+   */
+  lastCluster?: string;
   /**
    * Clusters cordoned by a drain: their `Drain` rows go even while the Failover gate is off (a person's
    * decision), so the pacer looks at them when it holds everything else.
@@ -202,7 +212,11 @@ export interface EvictionLedger {
   scanEvictions(filter: { cluster?: string; state?: EvictionState; states?: readonly EvictionState[] }): Promise<VersionedEviction[]>;
   getEviction(cluster: string, bindingKey: string): Promise<VersionedEviction | undefined>;
   /** New decisions: absent rows are created, rows given with `replaceEtag` replaced; pending rows get a due entry. */
-  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>): Promise<void>;
+  /**
+   * `background`: rows that are not needed at once (the rest of a large plan, after its first rows): their
+   * transactions go a few at a time per process, so storage serves the pacer's requests between them.
+   */
+  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, options?: { background?: boolean }): Promise<void>;
   /** Moves rows to a new state with their ETags, batched; rejects when one of them changed. Returns the new ETags. */
   updateEvictions(updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>>;
   /** One row with its ETag; false when someone else changed (or deleted) it first. */

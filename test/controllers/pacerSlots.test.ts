@@ -128,3 +128,67 @@ describe('a pass that runs its first evictions itself', () => {
     expect((await runPacer(m.plane)).skipped).not.toBe('busy');
   });
 });
+
+describe('short passes while failures are being planned', () => {
+  /** Twenty clusters, two of them failed (m1 and m2), each with 30 bindings that leave at once. */
+  async function twoFailed(): Promise<MemoryPlane> {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: String(RATE) });
+    await applyTo(m, [
+      cluster('m1', true),
+      cluster('m2', true),
+      ...Array.from({ length: 18 }, (_, i) => cluster(`h${i}`)),
+      ...Array.from({ length: 30 }, (_, i) => binding(`one${i}`, ['m1'])),
+      ...Array.from({ length: 30 }, (_, i) => binding(`two${i}`, ['m2'])),
+    ]);
+    return m;
+  }
+
+  const collect = () => {
+    const here: EvictionMessage[] = [];
+    return { here, runHere: (batch: { evictions: EvictionMessage[] }) => (here.push(...batch.evictions), true) };
+  };
+
+  it('hand out slots only their look-ahead ahead, contiguous from pass to pass, all run here', async () => {
+    const m = await twoFailed();
+    await manageCluster(m.plane, 'm1');
+    const { here, runHere } = collect();
+    const start = m.clock.now().getTime();
+    for (let pass = 0; pass < 5; pass++) {
+      const before = here.length;
+      const at = m.clock.now().getTime();
+      await runPacer(m.plane, { runHere, lookAheadMs: 800 });
+      for (const e of here.slice(before)) expect(Date.parse(e.slot) - at).toBeLessThanOrEqual(800);
+      m.clock.advance(200);
+    }
+    expect(m.evictions.messages()).toEqual([]);
+    const slots = here.map((e) => Date.parse(e.slot));
+    // 50 ms lead, then every 250 ms up to 800 ms past the last pass (at 800 ms): 0.05 … 1.55 s.
+    expect(slots[0] - start).toBe(50);
+    expect(gaps(slots).every((gap) => gap === INTERVAL_MS)).toBe(true);
+    expect(slots).toHaveLength(7);
+  });
+
+  it('let a cluster planned a moment after another take turns with it at once; a full pass would have put it behind a look-ahead of slots', async () => {
+    const shortPasses = await twoFailed();
+    const full = await twoFailed();
+    const firstSlotOfM2 = async (m: MemoryPlane, options: { lookAheadMs?: number }) => {
+      await manageCluster(m.plane, 'm1');
+      const { here, runHere } = collect();
+      await runPacer(m.plane, { runHere, ...options });
+      m.clock.advance(200);
+      const planned = m.clock.now().getTime();
+      await manageCluster(m.plane, 'm2');
+      for (let pass = 0; pass < 10 && !here.some((e) => e.cluster === 'm2'); pass++) {
+        await runPacer(m.plane, { runHere, ...options });
+        for (const message of m.evictions.takeAll()) here.push(...message.message.evictions);
+        m.clock.advance(200);
+      }
+      const m2 = here.filter((e) => e.cluster === 'm2').map((e) => Date.parse(e.slot));
+      return Math.min(...m2) - planned;
+    };
+    // Short passes: m1 held slots up to 800 ms past the first pass; m2's first is the next slot after them.
+    expect(await firstSlotOfM2(shortPasses, { lookAheadMs: 800 })).toBeLessThanOrEqual(800 + INTERVAL_MS);
+    // A full pass had given m1 4.5 s of slots (all 30 of its rows at 4/s would take 7.5 s).
+    expect(await firstSlotOfM2(full, {})).toBeGreaterThanOrEqual(4000);
+  });
+});

@@ -498,10 +498,12 @@ const ledger: Case[] = [
       const expected = [
         ...new Map([group('m1', t1, names[0]), group('m1', t1, other), group('m2', t1, 'a'), group('m1', t2, 'later')].map((g) => [g.token, g])).values(),
       ].sort((a, b) => (a.token < b.token ? -1 : 1));
-      expect(await l.listDue(t2, 100)).toEqual(expected);
-      expect(await l.listDue(t1, 100)).toEqual(expected.filter((g) => g.dueAt === t1));
-      expect(await l.listDue('2026-01-01T00:00:59.999Z', 100)).toEqual([]);
-      expect(await l.listDue(t2, 2)).toEqual(expected.slice(0, 2));
+      // Each group comes with the version it was listed at.
+      const listed = async (horizon: string, limit: number) => (await l.listDue(horizon, limit)).map(({ etag, ...rest }) => (expect(etag).toBeTruthy(), rest));
+      expect(await listed(t2, 100)).toEqual(expected);
+      expect(await listed(t1, 100)).toEqual(expected.filter((g) => g.dueAt === t1));
+      expect(await listed('2026-01-01T00:00:59.999Z', 100)).toEqual([]);
+      expect(await listed(t2, 2)).toEqual(expected.slice(0, 2));
       const pending = await l.pendingDue('m1', t1, 10);
       expect(pending.map((r) => r.record.name)).toEqual(shardOrder([...names, other]));
       expect(pending.every((r) => r.record.state === 'pending' && r.etag)).toBe(true);
@@ -526,7 +528,7 @@ const ledger: Case[] = [
     },
   ],
   [
-    'deleteDue removes groups (and tolerates ones already gone); addDue restores them once',
+    'deleteDue removes groups at the version listed (and tolerates ones already gone or written since); addDue restores them once',
     async (s) => {
       const l = await s.ledger();
       const t1 = '2026-01-01T00:01:00.000Z';
@@ -540,7 +542,12 @@ const ledger: Case[] = [
       expect(await l.listDue(t1, 100)).toEqual([]);
       await l.addDue([record('m1', 'a', { dueAt: t1 })]);
       await l.addDue([record('m1', 'a', { dueAt: t1 })]);
-      expect(await l.listDue(t1, 100)).toEqual([groups[0]]);
+      const again = await l.listDue(t1, 100);
+      expect(again.map((g) => g.token)).toEqual([groups[0].token]);
+      // Rows added to a group after it was listed write it again: a delete at the version listed leaves it.
+      await l.addDue([record('m1', 'a', { dueAt: t1 })]);
+      await l.deleteDue(again);
+      expect((await l.listDue(t1, 100)).map((g) => g.token)).toEqual([groups[0].token]);
     },
   ],
   [
@@ -570,6 +577,12 @@ const ledger: Case[] = [
       const after = await l.getPacerState();
       expect(after.state).toEqual(pacer({ paused: true }));
       expect(after.etag).not.toBe(created.etag);
+      // The cluster that took the last slot is kept, and dropped again when a state leaves it out.
+      expect(await l.putPacerState(pacer({ lastCluster: 'm1' }), after.etag)).toBe(true);
+      const withLast = await l.getPacerState();
+      expect(withLast.state).toEqual(pacer({ lastCluster: 'm1' }));
+      expect(await l.putPacerState(pacer(), withLast.etag)).toBe(true);
+      expect((await l.getPacerState()).state).toEqual(pacer());
     },
   ],
 ];

@@ -7,6 +7,7 @@ import {
   isStarving,
   orderDue,
   orderRows,
+  startAfter,
   STARVATION_SECONDS,
   turnsOf,
 } from '../../shared/failover/priority';
@@ -163,5 +164,19 @@ describe('turnsOf and orderRows: failed clusters take turns among due rows of on
   it("interleave takes each lane's first, then each one's second", () => {
     expect(interleave([[1, 2, 3], [10], [20, 21]])).toEqual([1, 10, 20, 2, 21, 3]);
     expect(interleave<number>([])).toEqual([]);
+  });
+});
+
+describe('startAfter: clusters take turns across passes', () => {
+  const lane = (cluster: string) => [{ cluster }];
+  const order = (lanes: ReadonlyArray<ReadonlyArray<{ cluster: string }>>) => lanes.map((l) => l[0].cluster);
+  it.each([
+    { name: 'no last cluster: as they are', last: undefined, expected: ['a', 'b', 'c'] },
+    { name: 'the first took the last slot: the second goes first', last: 'a', expected: ['b', 'c', 'a'] },
+    { name: 'the middle one: wraps around', last: 'b', expected: ['c', 'a', 'b'] },
+    { name: 'the last one: as they are', last: 'c', expected: ['a', 'b', 'c'] },
+    { name: 'a cluster with no lane here: as they are', last: 'z', expected: ['a', 'b', 'c'] },
+  ])('$name', ({ last, expected }) => {
+    expect(order(startAfter([lane('a'), lane('b'), lane('c')], last))).toEqual(expected);
   });
 });

@@ -79,9 +79,16 @@ async function addDueEntries(plane: ControlPlane, applied: ReadonlyArray<RowWrit
  * New decisions' rows (`plan` changes): created, or replacing a finished row at its ETag. Creates their due
  * entries. A row already there (another pass planned it first) makes the call reject, as the ledger does.
  */
-export async function planRows(plane: ControlPlane, rows: ReadonlyArray<{ change: RowChange; replaceEtag?: string }>): Promise<void> {
+export async function planRows(
+  plane: ControlPlane,
+  rows: ReadonlyArray<{ change: RowChange; replaceEtag?: string }>,
+  options: { background?: boolean } = {},
+): Promise<void> {
   if (rows.length === 0) return;
-  await plane.ledger.recordEvictions(rows.map(({ change, replaceEtag }) => ({ record: change.record, ...(replaceEtag ? { replaceEtag } : {}) })));
+  await plane.ledger.recordEvictions(
+    rows.map(({ change, replaceEtag }) => ({ record: change.record, ...(replaceEtag ? { replaceEtag } : {}) })),
+    options,
+  );
 }
 
 /**

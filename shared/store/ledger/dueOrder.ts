@@ -1,9 +1,13 @@
 import { odata, TableClient } from '@azure/data-tables';
+import { mapConcurrent } from '../../concurrency';
 import type { EvictionRecord } from '../../failover/bindingModel';
 import type { DueGroup, VersionedEviction } from '../ports';
 import { budgetKeyPart, dueKey, dueKeyOf, evictionFromEntity, LedgerEntity, PARKED_KEY, PRIORITY_KEY, priorityBand } from './entities';
 import { clusterRange, DUE, dueHorizon, dueRowKey, EVICTION_ROWS, KeyRange, rowRange, shardOf } from './keys';
 import { statusOf, submit } from './transactions';
+
+/** Due groups deleted at once, each on its own (conditional) request. */
+const DELETE_CONCURRENCY = 8;
 
 /**
  * The due partition (`~due`). A due group is one row per (due key, cluster shard): the due key is the due
@@ -71,6 +75,7 @@ export function dueGroupOf(e: Record<string, unknown>): DueGroup {
     cluster: String(e.cluster),
     ...(e.priority ? { priority: Number(e.priority) } : {}),
     ...(e.parkedFor ? { parkedFor: String(e.parkedFor) } : {}),
+    ...(e.etag ? { etag: String(e.etag) } : {}),
   };
 }
 
@@ -183,22 +188,15 @@ export class TableDueOrder {
   }
 
   async deleteDue(groups: DueGroup[]): Promise<void> {
-    if (groups.length === 0) return;
-    try {
-      await submit(
-        this.client,
-        groups.map((group) => ['delete', { partitionKey: DUE, rowKey: group.token }]),
-      );
-    } catch {
-      // One of them was already gone (a batch fails whole): delete one at a time.
-      for (const group of groups) {
-        try {
-          await this.client.deleteEntity(DUE, group.token);
-        } catch (error) {
-          if (statusOf(error) !== 404) throw error;
-        }
+    // One conditional delete each (a transaction's deletes carry no ETag): a group written again since it
+    // was listed, or already gone, stays as it is.
+    await mapConcurrent(groups, DELETE_CONCURRENCY, async (group) => {
+      try {
+        await this.client.deleteEntity(DUE, group.token, { etag: group.etag ?? '*' });
+      } catch (error) {
+        if (statusOf(error) !== 404 && statusOf(error) !== 412) throw error;
       }
-    }
+    });
   }
 
   /** Makes sure the due groups of these pending rows exist (one row per due key and cluster shard), with their markers. */

@@ -1,4 +1,5 @@
 import { odata, TableClient, TableTransaction, TransactionAction } from '@azure/data-tables';
+import { Limiter } from '../../concurrency';
 import type { EvictionRecord, EvictionState } from '../../failover/bindingModel';
 import type { VersionedEviction } from '../ports';
 import { evictionEntity, evictionFromEntity } from './entities';
@@ -10,6 +11,12 @@ export const scanStates = (filter: { state?: EvictionState; states?: readonly Ev
   filter.states ?? (filter.state ? [filter.state] : []);
 
 /** The ledger rows: one `e:<binding>` row per (cluster, binding) eviction decision, in the binding's cluster shard. */
+/**
+ * A process's background plan rows in flight at once: enough to keep one storage partition server busy,
+ * few enough that a pacer pass's reads are not queued behind a whole fleet's plans.
+ */
+const BACKGROUND_TRANSACTIONS = 4;
+
 export class TableLedgerRows {
   constructor(
     private readonly client: TableClient,
@@ -42,15 +49,21 @@ export class TableLedgerRows {
     }
   }
 
+  /** Background rows' transactions in flight at once, across this process's planners. */
+  private readonly background = new Limiter(BACKGROUND_TRANSACTIONS);
+
   /**
    * Records new decisions: rows that do not exist are created, rows given with an ETag (an ended row from
    * an earlier failure) are replaced; pending ones get a due entry. Batched per partition.
    */
-  async recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>): Promise<void> {
+  async recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, options: { background?: boolean } = {}): Promise<void> {
     const actions: TransactionAction[] = rows.map(({ record, replaceEtag }) =>
       replaceEtag ? ['update', evictionEntity(record), 'Replace', { etag: replaceEtag }] : ['create', evictionEntity(record)],
     );
-    await Promise.all([submitOrOneByOne(this.client, actions), this.addDue(rows.filter((r) => r.record.state === 'pending').map((r) => r.record))]);
+    // The rows before their due groups: a pacer that lists a group written after its rows finds them when it
+    // reads the group, and one that read the group before keeps it (its delete is conditional on the version).
+    await submitOrOneByOne(this.client, actions, undefined, options.background ? this.background : undefined);
+    await this.addDue(rows.filter((r) => r.record.state === 'pending').map((r) => r.record));
   }
 
   /** Moves rows (one cluster) to a new state with their ETags, in batches; returns the new ETags. */

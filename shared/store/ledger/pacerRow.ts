@@ -35,6 +35,7 @@ export function pacerFromEntity(e: Record<string, unknown>): PacerState {
     updatedAt: String(e.updatedAt),
     // Written as JSON text (a Table column holds no arrays); absent in rows written before drains existed.
     draining: typeof e.draining === 'string' && e.draining !== '' ? (JSON.parse(e.draining) as string[]) : [],
+    ...(typeof e.lastCluster === 'string' && e.lastCluster !== '' ? { lastCluster: e.lastCluster } : {}),
   };
 }
 

@@ -1,5 +1,5 @@
 import { RestError, TableClient, TransactionAction } from '@azure/data-tables';
-import { mapConcurrent } from '../../concurrency';
+import { Limiter, mapConcurrent } from '../../concurrency';
 import { BATCH } from './keys';
 
 /** The HTTP status of a failed storage call (a RestError, or anything that carries `statusCode`). */
@@ -39,8 +39,13 @@ export async function submit(client: TableClient, actions: TransactionAction[], 
  * exists) or 412 (a replaced one changed) leaves its actions' results `false` instead of failing the call;
  * the others' are their ETags. Any other failure rejects, after every transaction has settled.
  */
-export async function submitUnlessConflict(client: TableClient, actions: TransactionAction[], concurrency = 8): Promise<Array<string | false>> {
-  return (await submitChunks(client, actions, concurrency, true)).map((result) => (result === false ? false : (result ?? '')));
+export async function submitUnlessConflict(
+  client: TableClient,
+  actions: TransactionAction[],
+  concurrency = 8,
+  limiter?: Limiter,
+): Promise<Array<string | false>> {
+  return (await submitChunks(client, actions, concurrency, true, limiter)).map((result) => (result === false ? false : (result ?? '')));
 }
 
 async function submitChunks(
@@ -48,19 +53,23 @@ async function submitChunks(
   actions: TransactionAction[],
   concurrency: number,
   skipConflicts: boolean,
+  limiter?: Limiter,
 ): Promise<Array<string | undefined | false>> {
   const chunks = transactionChunks((i) => partitionOfAction(actions[i]), actions.length);
   const results = new Array<string | undefined | false>(actions.length);
   // Every transaction is settled before the call answers: when one fails, the caller's re-read sees the
   // others landed (or failed), never still in flight.
   let failure: Error | undefined;
+  const send = async (chunk: number[]) => {
+    if (chunk.length === 1) results[chunk[0]] = await submitOne(client, actions[chunk[0]]);
+    else {
+      const response = await client.submitTransaction(chunk.map((i) => actions[i]));
+      response.subResponses.forEach((sub, k) => (results[chunk[k]] = sub.etag));
+    }
+  };
   await mapConcurrent(chunks, concurrency, async (chunk) => {
     try {
-      if (chunk.length === 1) results[chunk[0]] = await submitOne(client, actions[chunk[0]]);
-      else {
-        const response = await client.submitTransaction(chunk.map((i) => actions[i]));
-        response.subResponses.forEach((sub, k) => (results[chunk[k]] = sub.etag));
-      }
+      await (limiter ? limiter.run(() => send(chunk)) : send(chunk));
     } catch (error) {
       if (skipConflicts && isConflict(error)) for (const i of chunk) results[i] = false;
       else failure ??= error instanceof Error ? error : new Error(String(error));
@@ -97,8 +106,8 @@ export async function submitOne(client: TableClient, action: TransactionAction):
  * planner racing another one on the same cluster meets its rows in every transaction, so this is bounded by
  * the refused transactions, not by all the actions.)
  */
-export async function submitOrOneByOne(client: TableClient, actions: TransactionAction[], concurrency = 8): Promise<void> {
-  const results = await submitUnlessConflict(client, actions, concurrency);
+export async function submitOrOneByOne(client: TableClient, actions: TransactionAction[], concurrency = 8, limiter?: Limiter): Promise<void> {
+  const results = await submitUnlessConflict(client, actions, concurrency, limiter);
   // A refused transaction of one action was that action's own answer.
   const refused = transactionChunks((i) => partitionOfAction(actions[i]), actions.length)
     .filter((chunk) => chunk.length > 1 && results[chunk[0]] === false)

@@ -245,7 +245,7 @@ export class MemoryLedger implements EvictionLedger, WriteJournal {
     });
   }
 
-  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>): Promise<void> {
+  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, _options: { background?: boolean } = {}): Promise<void> {
     return this.call('recordEvictions', [rows], () => {
       const actions: MemoryAction[] = rows.map(({ record, replaceEtag }) =>
         replaceEtag ? { type: 'update', entity: evictionEntity(record), etag: replaceEtag } : { type: 'create', entity: evictionEntity(record) },
@@ -380,17 +380,12 @@ export class MemoryLedger implements EvictionLedger, WriteJournal {
 
   deleteDue(groups: DueGroup[]): Promise<void> {
     return this.call('deleteDue', [groups], () => {
-      if (groups.length === 0) return;
-      try {
-        this.table.submit(groups.map((group) => ({ type: 'delete', partitionKey: DUE, rowKey: group.token })));
-      } catch {
-        // One of them was already gone (a batch fails whole): delete one at a time.
-        for (const group of groups) {
-          try {
-            this.table.transaction([{ type: 'delete', partitionKey: DUE, rowKey: group.token }]);
-          } catch (error) {
-            if (statusOf(error) !== 404) throw error;
-          }
+      // As the Table adapter: each on its own, at the version listed; one written again since, or gone, stays.
+      for (const group of groups) {
+        try {
+          this.table.transaction([{ type: 'delete', partitionKey: DUE, rowKey: group.token, etag: group.etag }]);
+        } catch (error) {
+          if (statusOf(error) !== 404 && statusOf(error) !== 412) throw error;
         }
       }
     });

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { systemClock } from '../../shared/clock';
+import { planAndPaceHere } from '../../shared/controllers/paceAndRun';
+import { handleTaintManagerMessage } from '../../shared/controllers/taintManager';
+import { binding, cluster } from '../helpers/fleet';
+import { applyTo } from '../helpers/memoryLoop';
+import { memoryPlane } from '../helpers/memoryPlane';
+
+/**
+ * Clusters failing together, planned side by side as the taint manager's messages are: each one's first rows
+ * are stored and given slots before the rest of its plan, and short passes hand out slots only a moment
+ * ahead, so every cluster's first eviction comes within the first few slots, clusters taking turns. On the
+ * system clock (the passes run every 200 ms, and the first evictions run here at their slots).
+ */
+describe('planning and pacing here, three clusters of 100 failing at once', () => {
+  it('gives each cluster a slot among the first few, 20 ms apart, each binding once', async () => {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '50' });
+    const failed = ['f1', 'f2', 'f3'];
+    await applyTo(m, [
+      ...failed.map((name) => cluster(name, true)),
+      ...Array.from({ length: 27 }, (_, i) => cluster(`h${i}`)),
+      ...failed.flatMap((name) => Array.from({ length: 100 }, (_, i) => binding(`${name}-app${i}`, [name]))),
+    ]);
+    const plane = { ...m.plane, clock: systemClock };
+    const started = Date.now();
+    await Promise.all(failed.map((name) => planAndPaceHere(plane, () => handleTaintManagerMessage(plane, { cluster: name, reason: 'taints-changed' }))));
+    const rows = (await Promise.all(failed.map((name) => m.ledger.listEvictions(name)))).flat();
+    expect(rows).toHaveLength(300);
+    const slotted = rows.filter((row) => row.record.scheduledFor).sort((a, b) => a.record.scheduledFor!.localeCompare(b.record.scheduledFor!));
+    const slots = slotted.map((row) => Date.parse(row.record.scheduledFor!));
+    // One series: 20 ms apart, no slot twice, no binding twice.
+    expect(slots.slice(1).every((slot, i) => slot - slots[i] === 20)).toBe(true);
+    expect(new Set(slotted.map((row) => row.record.bindingKey)).size).toBe(slotted.length);
+    // The first cluster planned takes at most a third of the first short pass's 39 slots (three are being
+    // planned); the others' first slots follow, and from then on they take turns. Without the short passes
+    // f2 and f3 would wait behind f1's first 32 rows at least (a full pass: all 100 of them).
+    const firstOf = (name: string) => slotted.findIndex((row) => row.record.cluster === name);
+    for (const name of failed) {
+      expect(firstOf(name)).toBeGreaterThanOrEqual(0);
+      expect(firstOf(name)).toBeLessThanOrEqual(15);
+    }
+    const afterFirsts = slotted.slice(15, 45).map((row) => row.record.cluster);
+    for (const name of failed) expect(afterFirsts.filter((c) => c === name)).toHaveLength(10);
+    expect(slots[0] - started).toBeLessThan(1000);
+    // The first of them were run here, at their slots.
+    expect(rows.filter((row) => row.record.state === 'done').length).toBeGreaterThan(0);
+  });
+});
