@@ -73,6 +73,11 @@ async function planningPass(plane: ControlPlane, name: string): Promise<Planning
 
 async function planCluster(plane: ControlPlane, name: string): Promise<PlanningPass> {
   const now = plane.clock.now();
+  // The cluster's rows are read beside the cluster itself: planning is asked for when it has turned faulty
+  // (or a binding landed on it while faulty), and its first evictions wait for both reads. A recovery leaves
+  // the listing unused.
+  const listing = listClusterPlacements(plane, name);
+  void listing.catch(() => undefined);
   const cluster = await plane.clusters.get(name);
   const faultyTaints = cluster?.value.taints.filter(isFaultyTaint) ?? [];
   // The failure's trace, as the taint's write recorded it (the same whether its message or the resync plans);
@@ -81,8 +86,10 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanningP
   const traceparent = faultTrace ?? currentTraceCarrier().traceparent;
   // The fleet summary agrees with what is planned on (idempotent: repairs a note lost to a crash between
   // the cluster's write and the summary's, within the 30 s resync rather than the minute recount).
-  if (cluster) await noteFleetChange(plane, name, { faulty: faultyTaints.length > 0, unhealthy: isUnhealthyCluster(cluster.value) });
+  const noted = cluster ? noteFleetChange(plane, name, { faulty: faultyTaints.length > 0, unhealthy: isUnhealthyCluster(cluster.value) }) : Promise.resolve();
+  void noted.catch(() => undefined);
   if (faultyTaints.length === 0) {
+    await noted;
     const why = cluster ? 'the cluster recovered: it has no NoExecute or PreferNoExecute taint' : 'the cluster was deleted';
     // A drain's rows are not the taint manager's: they end with an uncordon, not with a recovery. Nor are
     // failbacks (they leave a healthy cluster for a home that is healthy again: failback.ts decides them).
@@ -91,7 +98,7 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanningP
   }
   // A failure episode starts with its earliest faulty taint; ended rows from before it may be decided anew.
   const episodeBegan = episodeStart(faultyTaints)!;
-  const { placements, evictions: existing } = await listClusterPlacements(plane, name);
+  const [{ placements, evictions: existing }] = await Promise.all([listing, noted]);
   const prior = new Map(existing.map((row) => [row.record.bindingKey, row]));
   const rows: Array<{ change: RowChange; replaceEtag?: string }> = [];
   let tolerated = 0;
