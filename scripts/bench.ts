@@ -545,7 +545,7 @@ async function main() {
     );
     for (const r of runs) {
       console.log(
-        `${r.clusters} | ${r.bindings} | ${r.idle.requestsPerMinute} | ${r.idle.tableRowsReadPerMinute} | ${Math.max(r.idle.hostMemoryMb, r.evictions.hostMemoryMb)} | ${r.firstEviction.perClusterMedianSeconds ?? 'none'} s (first ${r.firstEviction.seconds ?? 'none'} s) | ${r.planning.perSecond} (×${r.planning.ratio}) | ${r.planning.plannerPerSecond} (×${r.planning.plannerRatio}) | ${r.evictions.achieved} (×${r.evictions.ratio}) | ${r.evictions.steadyAchieved} (×${r.evictions.steadyRatio}) | ${r.evictions.requestsPerEviction}`,
+        `${r.clusters} | ${r.bindings} | ${r.idle.requestsPerMinute} | ${r.idle.tableRowsReadPerMinute} | ${Math.max(r.idle.hostMemoryMb, r.evictions.hostMemoryMb)} | ${r.firstEviction.perClusterMedianSeconds ?? 'none'} s (first ${r.firstEviction.seconds ?? 'none'} s; median planning began ${r.firstEviction.medianStagesSeconds.planningBegan ?? 'none'} s, first slot ${r.firstEviction.medianStagesSeconds.firstSlot ?? 'none'} s, whole plan ${r.firstEviction.medianStagesSeconds.wholePlanStored ?? 'none'} s) | ${r.planning.perSecond} (×${r.planning.ratio}) | ${r.planning.plannerPerSecond} (×${r.planning.plannerRatio}) | ${r.evictions.achieved} (×${r.evictions.ratio}) | ${r.evictions.steadyAchieved} (×${r.evictions.steadyRatio}) | ${r.evictions.requestsPerEviction}`,
       );
     }
     return;

@@ -98,13 +98,27 @@ async function planningLoop(plane: ControlPlane): Promise<void> {
   const started: Array<Promise<unknown>> = [];
   const later = (work: Promise<unknown>) => void started.push(work);
   const runHere = runnerHere(plane, undefined, later);
+  // Whether a planner has stored rows since the last pass began (it asked for this one): then the pass reads
+  // beside the pacer's row; a pass of the loop's own, which may find nothing, reads only what it needs.
+  let rowsStored = false;
+  let anyRowsStored = false;
   const passes = new SharedPass(async () => {
-    const outcome = await runPacer(plane, { runHere, lookAheadMs: PLANNING_PASS_LOOK_AHEAD_MS, lanesExpected: passesHereAnnounced(plane) });
+    const rowsJustStored = rowsStored;
+    rowsStored = false;
+    const outcome = await runPacer(plane, {
+      runHere,
+      lookAheadMs: PLANNING_PASS_LOOK_AHEAD_MS,
+      lanesExpected: passesHereAnnounced(plane),
+      rowsJustStored,
+    });
     plane.log.debug('pacer pass while planning', { ...outcome });
     return outcome;
   });
   // A planner whose first rows are stored asks for a pass at once (paceFirstRows) instead of waiting for the next.
-  offerShortPass(plane, () => passes.after(passes.ticket()));
+  offerShortPass(plane, () => {
+    rowsStored = anyRowsStored = true;
+    return passes.after(passes.ticket());
+  });
   try {
     while (passHereAnnounced(plane)) {
       await sleep(PLANNING_PASS_INTERVAL_MS);
@@ -115,8 +129,12 @@ async function planningLoop(plane: ControlPlane): Promise<void> {
       }
     }
     offerShortPass(plane, undefined);
-    refreshStatuses(plane, later);
-    await paceAfterPlanning(plane, { runHere, allHere: true });
+    // After planning that stored rows: the full pass, and the policies' status round at once (their
+    // EvictionInProgress turns True as the episode begins; the 5 s round alone could miss a short episode).
+    if (anyRowsStored) {
+      refreshStatuses(plane, later);
+      await paceAfterPlanning(plane, { runHere, allHere: true });
+    }
   } finally {
     offerShortPass(plane, undefined);
     await Promise.all(started);

@@ -83,6 +83,12 @@ export interface PacerOptions {
    * next pass, when the others' first rows may be there to take turns with.
    */
   lanesExpected?: number;
+  /**
+   * With `runHere`: whether rows were just stored for this pass to hand out (default true: a pass right after
+   * planning), so that its reads go out beside the pacer row's. A short pass that may find nothing reads them
+   * only once it knows it has room, and none when nothing is due.
+   */
+  rowsJustStored?: boolean;
 }
 /**
  * How far ahead a tick hands out slots: MIN_SLOT_LEAD_MS + WINDOW_MS, or more while the ticks come further
@@ -174,13 +180,14 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   // A pass right after planning has rows to hand out: the due listing (to the furthest horizon a pass may
   // have, cut to this pass's once that is known), the fresh fleet view and the budgets are read beside the
   // pacer's row instead of after it (an idle tick reads none of them).
-  const early = options.runHere
-    ? {
-        listed: plane.ledger.listDue(new Date(nowMs + MAX_LOOK_AHEAD_MS).toISOString(), DUE_GROUPS_PER_PASS),
-        fresh: currentFleetHealth(plane, 0),
-        budgets: BudgetGate.open(plane, now),
-      }
-    : undefined;
+  const early =
+    options.runHere && options.rowsJustStored !== false
+      ? {
+          listed: plane.ledger.listDue(new Date(nowMs + MAX_LOOK_AHEAD_MS).toISOString(), DUE_GROUPS_PER_PASS),
+          fresh: currentFleetHealth(plane, 0),
+          budgets: BudgetGate.open(plane, now),
+        }
+      : undefined;
   // Not needed when the pass is held or finds nothing: never left rejected and unhandled.
   for (const read of early ? [early.listed, early.fresh, early.budgets] : []) void read.catch(() => undefined);
   const [{ state, etag }, recent] = await Promise.all([plane.ledger.getPacerState(), currentFleetHealth(plane)]);

@@ -141,10 +141,8 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanningP
       now.getTime(),
     ).map(({ row }) => row);
     await planRows(plane, byDueOrder.slice(0, FIRST_ROWS));
-    if (byDueOrder.length > FIRST_ROWS) {
-      await paceFirstRows(plane);
-      await planRows(plane, byDueOrder.slice(FIRST_ROWS), { background: true });
-    }
+    await paceFirstRows(plane);
+    await planRows(plane, byDueOrder.slice(FIRST_ROWS), { background: true });
     const dues = rows.map((r) => r.change.record.dueAt).sort();
     recorded = plane.events.append([
       clusterEvent(
