@@ -154,6 +154,9 @@ export async function paceFirstRows(plane: ControlPlane): Promise<void> {
     .catch(() => undefined);
 }
 
+/** Whether the planning loop runs here (a planner's first rows would get a short pass of their own). */
+export const pacingWhilePlanning = (plane: ControlPlane): boolean => shortPassHere.get(plane)?.run !== undefined;
+
 /**
  * A pacer pass right after rows were planned, instead of waiting up to a second for the timer's tick. It is
  * the pass the timer runs, ETag-guarded on the pacer's row, so two passes never hand out the same slot. One

@@ -12,7 +12,7 @@ import type { BindingRecord } from '../store/records';
 import { queueNameOf } from '../telemetry/metrics';
 import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import { reconcileFailbackHome, resyncFailback } from './failback';
-import { paceFirstRows } from './pacer';
+import { paceFirstRows, pacingWhilePlanning } from './pacer';
 import type { ControlPlane, TaintManagerMessage } from './ports';
 import { listClusterPlacements } from './state/bindingWrites';
 import { clusterEvent } from './state/events';
@@ -133,16 +133,19 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanningP
   }
   let recorded = Promise.resolve();
   if (rows.length > 0) {
-    // The rows that go first are stored first, on their own, and given their slots (while the planning loop
-    // runs here) before the rest are written: with a thousand bindings on the cluster those take seconds of
-    // storage time, and the first evictions need not wait for them.
-    const byDueOrder = orderDue(
-      rows.map((row) => ({ row, priority: row.change.record.priority ?? 0, dueAt: Date.parse(row.change.record.dueAt) })),
-      now.getTime(),
-    ).map(({ row }) => row);
-    await planRows(plane, byDueOrder.slice(0, FIRST_ROWS));
-    await paceFirstRows(plane);
-    await planRows(plane, byDueOrder.slice(FIRST_ROWS), { background: true });
+    // While the planning loop runs here, the rows that go first are stored first, on their own, and given
+    // their slots before the rest are written: with a thousand bindings on the cluster those take seconds of
+    // storage time, and the first evictions need not wait for them. Otherwise (the Karmada watch's own
+    // planning, whose single pass follows the whole plan) every row is written at once.
+    if (pacingWhilePlanning(plane)) {
+      const byDueOrder = orderDue(
+        rows.map((row) => ({ row, priority: row.change.record.priority ?? 0, dueAt: Date.parse(row.change.record.dueAt) })),
+        now.getTime(),
+      ).map(({ row }) => row);
+      await planRows(plane, byDueOrder.slice(0, FIRST_ROWS));
+      await paceFirstRows(plane);
+      await planRows(plane, byDueOrder.slice(FIRST_ROWS), { background: true });
+    } else await planRows(plane, rows);
     const dues = rows.map((r) => r.change.record.dueAt).sort();
     recorded = plane.events.append([
       clusterEvent(

@@ -46,3 +46,36 @@ describe('planning and pacing here, three clusters of 100 failing at once', () =
     expect(rows.filter((row) => row.record.state === 'done').length).toBeGreaterThan(0);
   });
 });
+
+describe('a planner while the planning loop runs here', () => {
+  it('stores its first 32 rows, has them slotted, then writes the rest in the background', async () => {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '50' });
+    await applyTo(m, [
+      cluster('f1', true),
+      ...Array.from({ length: 29 }, (_, i) => cluster(`h${i}`)),
+      ...Array.from({ length: 100 }, (_, i) => binding(`app${i}`, ['f1'])),
+    ]);
+    const steps: string[] = [];
+    const ledger = Object.create(m.ledger) as typeof m.ledger;
+    ledger.recordEvictions = (rows, options) => (
+      steps.push(`record ${rows.length}${options?.background ? ' in the background' : ''}`),
+      m.ledger.recordEvictions(rows, options)
+    );
+    ledger.putPacerState = async (state, etag) => {
+      const written = await m.ledger.putPacerState(state, etag);
+      if (written) steps.push('slots handed out');
+      return written;
+    };
+    const plane = { ...m.plane, ledger, clock: systemClock };
+    await planAndPaceHere(plane, () => handleTaintManagerMessage(plane, { cluster: 'f1', reason: 'taints-changed' }));
+    expect(steps.slice(0, 3)).toEqual(['record 32', 'slots handed out', 'record 68 in the background']);
+    // Without the loop (the Karmada watch plans and then runs one pass) every row is written at once.
+    const other = memoryPlane({ RESOURCE_EVICTION_RATE: '50' });
+    await applyTo(other, [cluster('f1', true), ...Array.from({ length: 100 }, (_, i) => binding(`app${i}`, ['f1']))]);
+    const calls: number[] = [];
+    const otherLedger = Object.create(other.ledger) as typeof other.ledger;
+    otherLedger.recordEvictions = (rows, options) => (calls.push(rows.length), other.ledger.recordEvictions(rows, options));
+    await handleTaintManagerMessage({ ...other.plane, ledger: otherLedger }, { cluster: 'f1', reason: 'taints-changed' });
+    expect(calls).toEqual([100]);
+  });
+});
