@@ -66,8 +66,8 @@ function runnerHere(plane: ControlPlane, until: number | undefined, later: (work
 }
 
 /** While failures are being planned here: how often a short pass runs, and how far ahead it hands out slots. */
-export const PLANNING_PASS_INTERVAL_MS = 200;
-export const PLANNING_PASS_LOOK_AHEAD_MS = 800;
+const PLANNING_PASS_INTERVAL_MS = 200;
+const PLANNING_PASS_LOOK_AHEAD_MS = 800;
 
 /** Per process: the short passes that run while failures are being planned here (one loop, shared). */
 const planningLoops = new PlaneState<{ loop?: Promise<void> }>('pacerPlanningLoop');

@@ -20,7 +20,7 @@ import { applyRowChanges, planRows } from './state/evictionRows';
 import { fleetClusters, noteFleetChange } from './state/reads';
 
 /** A failed cluster's rows stored ahead of the rest: its first seconds of slots at the highest rate. */
-export const FIRST_ROWS = 32;
+const FIRST_ROWS = 32;
 
 /** Rows waiting for a slot or a target: what a recovery abandons at once. */
 const WAITING_STATES: readonly EvictionState[] = ['pending', 'blocked'];
@@ -89,11 +89,13 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanningP
   const noted = cluster ? noteFleetChange(plane, name, { faulty: faultyTaints.length > 0, unhealthy: isUnhealthyCluster(cluster.value) }) : Promise.resolve();
   void noted.catch(() => undefined);
   if (faultyTaints.length === 0) {
-    await noted;
+    // The rows listed beside the cluster's read are the ones to abandon (this pass is the cluster's only
+    // planning pass, so none was planned since): no second listing.
+    const [{ evictions: listed }] = await Promise.all([listing, noted]);
     const why = cluster ? 'the cluster recovered: it has no NoExecute or PreferNoExecute taint' : 'the cluster was deleted';
     // A drain's rows are not the taint manager's: they end with an uncordon, not with a recovery. Nor are
     // failbacks (they leave a healthy cluster for a home that is healthy again: failback.ts decides them).
-    const abandoned = await abandonEvictions(plane, name, why, (record) => record.reason !== DRAIN_REASON && record.reason !== FAILBACK_REASON);
+    const abandoned = await abandonEvictions(plane, name, why, (record) => record.reason !== DRAIN_REASON && record.reason !== FAILBACK_REASON, listed);
     return { outcome: { cluster: name, faulty: false, planned: 0, tolerated: 0, alreadyDecided: 0, abandoned }, recorded: Promise.resolve() };
   }
   // A failure episode starts with its earliest faulty taint; ended rows from before it may be decided anew.
@@ -178,8 +180,11 @@ export async function abandonEvictions(
   cluster: string,
   why: string,
   which: (record: EvictionRecord) => boolean = () => true,
+  /** The cluster's rows as just listed (any states), when the caller has them. */
+  listed?: readonly VersionedEviction[],
 ): Promise<number> {
-  const waiting = (await plane.ledger.listEvictions(cluster, WAITING_STATES)).filter((row) => which(row.record));
+  const rows = listed ? listed.filter((row) => WAITING_STATES.includes(row.record.state)) : await plane.ledger.listEvictions(cluster, WAITING_STATES);
+  const waiting = rows.filter((row) => which(row.record));
   if (waiting.length === 0) return 0;
   const now = plane.clock.now().toISOString();
   // A row that moved under us (the pacer scheduled it, a retry re-queued it) is abandoned at its new ETag
