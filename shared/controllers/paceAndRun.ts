@@ -102,6 +102,7 @@ async function planningLoop(plane: ControlPlane): Promise<void> {
   // beside the pacer's row; a pass of the loop's own, which may find nothing, reads only what it needs.
   let rowsStored = false;
   let anyRowsStored = false;
+  let anySlots = false;
   const passes = new SharedPass(async () => {
     const rowsJustStored = rowsStored;
     rowsStored = false;
@@ -112,6 +113,7 @@ async function planningLoop(plane: ControlPlane): Promise<void> {
       rowsJustStored,
     });
     plane.log.debug('pacer pass while planning', { ...outcome });
+    if (outcome.scheduled > 0) anySlots = true;
     return outcome;
   });
   // A planner whose first rows are stored asks for a pass at once (paceFirstRows) instead of waiting for the next.
@@ -129,12 +131,12 @@ async function planningLoop(plane: ControlPlane): Promise<void> {
       }
     }
     offerShortPass(plane, undefined);
-    // After planning that stored rows: the full pass, and the policies' status round at once (their
-    // EvictionInProgress turns True as the episode begins; the 5 s round alone could miss a short episode).
-    if (anyRowsStored) {
-      refreshStatuses(plane, later);
-      await paceAfterPlanning(plane, { runHere, allHere: true });
-    }
+    // After planning that stored rows, the policies' status round at once (their EvictionInProgress turns
+    // True as the episode begins; the 5 s round alone could miss a short episode).
+    if (anyRowsStored) refreshStatuses(plane, later);
+    // And one full pass when the short ones handed out slots: it carries the series a full look-ahead out,
+    // so the timer's first tick (which needs a queue poll's lead) continues it without a gap.
+    if (anyRowsStored || anySlots) await paceAfterPlanning(plane, { runHere, allHere: true, rowsJustStored: anyRowsStored });
   } finally {
     offerShortPass(plane, undefined);
     await Promise.all(started);

@@ -192,3 +192,25 @@ describe('short passes while failures are being planned', () => {
     expect(await firstSlotOfM2(full, {})).toBeGreaterThanOrEqual(4000);
   });
 });
+
+describe('from short passes back to the timer', () => {
+  it('a full pass run here after the short ones carries the series out, so the timer continues it without a gap', async () => {
+    const slotsOf = async (withFullPass: boolean) => {
+      const m = await failedCluster();
+      const here: EvictionMessage[] = [];
+      const runHere = (batch: { evictions: EvictionMessage[] }) => (here.push(...batch.evictions), true);
+      await runPacer(m.plane, { runHere, lookAheadMs: 800 });
+      m.clock.advance(200);
+      await runPacer(m.plane, { runHere, lookAheadMs: 800 });
+      if (withFullPass) await runPacer(m.plane, { runHere, allHere: true });
+      // The timer's tick a moment later: its slots go by queue, a poll's lead ahead.
+      m.clock.advance(100);
+      await runPacer(m.plane);
+      const queued = m.evictions.takeAll().flatMap((message) => message.message.evictions);
+      return [...here, ...queued].map((e) => Date.parse(e.slot)).sort((a, b) => a - b);
+    };
+    expect(gaps(await slotsOf(true)).every((gap) => gap === INTERVAL_MS)).toBe(true);
+    // Without it the tick restarts the series a second out: slots in between go unused.
+    expect(gaps(await slotsOf(false)).some((gap) => gap > INTERVAL_MS)).toBe(true);
+  });
+});

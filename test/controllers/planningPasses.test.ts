@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { systemClock } from '../../shared/clock';
+import { sleep, systemClock } from '../../shared/clock';
 import { planAndPaceHere } from '../../shared/controllers/paceAndRun';
-import { handleTaintManagerMessage } from '../../shared/controllers/taintManager';
+import { handleTaintManagerMessage, manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
 import { applyTo } from '../helpers/memoryLoop';
 import { memoryPlane } from '../helpers/memoryPlane';
@@ -77,5 +77,22 @@ describe('a planner while the planning loop runs here', () => {
     otherLedger.recordEvictions = (rows, options) => (calls.push(rows.length), other.ledger.recordEvictions(rows, options));
     await handleTaintManagerMessage({ ...other.plane, ledger: otherLedger }, { cluster: 'f1', reason: 'taints-changed' });
     expect(calls).toEqual([100]);
+  });
+});
+
+describe('a message that plans nothing while other rows are due', () => {
+  it('paces them with short passes and leaves the series a full look-ahead out for the timer', async () => {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '50' });
+    await applyTo(m, [
+      cluster('f1', true),
+      ...Array.from({ length: 29 }, (_, i) => cluster(`h${i}`)),
+      ...Array.from({ length: 400 }, (_, i) => binding(`app${i}`, ['f1'])),
+    ]);
+    const plane = { ...m.plane, clock: systemClock };
+    await manageCluster(plane, 'f1');
+    await planAndPaceHere(plane, () => sleep(300));
+    const { state } = await m.ledger.getPacerState();
+    // The short passes handed out f1's first slots; the full pass after them carried the series 4 s and more out.
+    expect(Date.parse(state.nextSlotAt) - Date.now()).toBeGreaterThan(3000);
   });
 });
