@@ -67,15 +67,23 @@ export class RecentCache<T> {
   }
 
   async get(scope: CacheScope, load: () => Promise<T>, options: { key?: string; maxAgeMs?: number } = {}): Promise<T> {
+    return (await this.getAged(scope, load, options)).value;
+  }
+
+  /**
+   * As `get`, with how old the value was when asked for: 0 when it was read now (aged from when that read was
+   * sent, not answered: storage served it at some moment in between, so a slow answer, a stalled connection,
+   * does not stretch how stale a value may be when it is used).
+   */
+  async getAged(scope: CacheScope, load: () => Promise<T>, options: { key?: string; maxAgeMs?: number } = {}): Promise<{ value: T; ageMs: number }> {
     const key = options.key ?? '';
-    const hit = this.peek(scope, key, options.maxAgeMs ?? this.ttlMs);
-    if (hit !== undefined) return hit;
-    // Aged from when the read was sent, not answered: storage served it at some moment in between, so a
-    // slow answer (a stalled connection) does not stretch how stale a value may be when it is used.
+    const maxAgeMs = options.maxAgeMs ?? this.ttlMs;
     const sentAt = scope.clock.now().getTime();
+    const hit = this.entries(scope).get(key);
+    if (hit && sentAt - hit.at < maxAgeMs) return { value: hit.value, ageMs: sentAt - hit.at };
     const value = await load();
     this.set(scope, value, key, sentAt);
-    return value;
+    return { value, ageMs: 0 };
   }
 
   set(scope: CacheScope, value: T, key = '', at = scope.clock.now().getTime()): void {

@@ -3,7 +3,7 @@ import { bypassesGate } from '../failover/drain';
 import type { PacerState, Versioned } from '../store/ports';
 import type { ClusterRecord } from '../store/records';
 import type { ControlPlane } from './ports';
-import { recentPacerState } from './state/reads';
+import { recentPacerState, recentPacerStateAged } from './state/reads';
 
 /** A storage read answered later than this may be stale against a write made meanwhile (a recovery, a pause). */
 export const SLOW_READ_MS = 500;
@@ -36,17 +36,21 @@ export async function promptRead(plane: ControlPlane, name: string, alongside?: 
  * the storage reads in between were slow (a pause may have come meanwhile).
  */
 export class SwitchCheck {
-  private readAt = performance.now();
-
   private constructor(
     private readonly plane: ControlPlane,
     private readonly record: EvictionRecord,
     /** Why the row is held, as first read (undefined: it may go). */
     readonly hold: string | undefined,
+    /** When what `hold` says was read (performance.now()): when the read was sent, not when it was answered. */
+    private readAt: number,
   ) {}
 
   static async read(plane: ControlPlane, record: EvictionRecord): Promise<SwitchCheck> {
-    return new SwitchCheck(plane, record, holdReason(plane, record, await recentPacerState(plane)));
+    const asked = performance.now();
+    const { value, ageMs } = await recentPacerStateAged(plane);
+    // A stalled answer was served when asked for, not when it came back: a pause written while it was on the
+    // way is caught by `holdNow`, since the read counts as old as the wait for it (plus a cached copy's age).
+    return new SwitchCheck(plane, record, holdReason(plane, record, value), asked - ageMs);
   }
 
   /** Why the row is held now: read again, uncached, only when the first read is older than SLOW_READ_MS. */

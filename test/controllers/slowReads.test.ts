@@ -59,6 +59,24 @@ describe('the worker and slow storage reads', () => {
     expect((await m.plane.bindings.get('rb:default:web'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
   });
 
+  it('does not evict when the switch read itself was answered late and evictions were paused while it was on the way', async () => {
+    const { m, message } = await oneScheduledEviction();
+    const getPacerState = m.plane.ledger.getPacerState.bind(m.plane.ledger);
+    let first = true;
+    m.plane.ledger.getPacerState = async () => {
+      const answer = await getPacerState();
+      if (first) {
+        first = false;
+        // Served before the pause, delivered after it: what the worker holds says "not paused".
+        await setPaused(m.plane, true);
+        await sleepReal(SLOW_READ_MS + 200);
+      }
+      return answer;
+    };
+    expect(await executeEviction(m.plane, message)).toBe('postponed');
+    expect((await m.plane.bindings.get('rb:default:web'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
+  });
+
   it('reads the taint again when the binding read made beside it was slow and the cluster recovered meanwhile', async () => {
     const { m, message } = await oneScheduledEviction();
     const get = m.plane.bindings.get.bind(m.plane.bindings);

@@ -459,8 +459,13 @@ const pacerStateCache = new RecentCache<PacerState>('pacerState', SECOND);
  * and a second-old answer still stops evictions within seconds.
  */
 export function recentPacerState(plane: ControlPlane, maxAgeMs = SECOND): Promise<PacerState> {
-  return pacerStateCache.get(plane, async () => (await plane.ledger.getPacerState()).state, { maxAgeMs });
+  return pacerStateCache.get(plane, loadPacerState(plane), { maxAgeMs });
 }
+/** As `recentPacerState`, with the age the answer had when asked for (0: read now; see RecentCache.getAged). */
+export function recentPacerStateAged(plane: ControlPlane, maxAgeMs = SECOND): Promise<{ value: PacerState; ageMs: number }> {
+  return pacerStateCache.getAged(plane, loadPacerState(plane), { maxAgeMs });
+}
+const loadPacerState = (plane: ControlPlane) => async () => (await plane.ledger.getPacerState()).state;
 /** After this process wrote the pacer row (the pause switch), its own checks see it at once. */
 export function rememberPacerState(plane: ControlPlane, state: PacerState): void {
   pacerStateCache.set(plane, state);
