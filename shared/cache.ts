@@ -71,19 +71,35 @@ export class RecentCache<T> {
   }
 
   /**
-   * As `get`, with how old the value was when asked for: 0 when it was read now (aged from when that read was
-   * sent, not answered: storage served it at some moment in between, so a slow answer, a stalled connection,
-   * does not stretch how stale a value may be when it is used).
+   * As `get`, with how old the value was when asked for: 0 when it was read now. A value is aged from when
+   * its read was sent, not answered: storage served it at some moment in between, so a slow answer (a
+   * stalled connection) does not stretch how stale a value may be when it is used. A read on its way that was
+   * sent within `maxAgeMs` is shared instead of sending another.
    */
   async getAged(scope: CacheScope, load: () => Promise<T>, options: { key?: string; maxAgeMs?: number } = {}): Promise<{ value: T; ageMs: number }> {
     const key = options.key ?? '';
     const maxAgeMs = options.maxAgeMs ?? this.ttlMs;
-    const sentAt = scope.clock.now().getTime();
-    const hit = this.entries(scope).get(key);
-    if (hit && sentAt - hit.at < maxAgeMs) return { value: hit.value, ageMs: sentAt - hit.at };
-    const value = await load();
-    this.set(scope, value, key, sentAt);
-    return { value, ageMs: 0 };
+    const askedAt = scope.clock.now().getTime();
+    const entries = this.entries(scope);
+    const hit = entries.get(key);
+    if (hit && askedAt - hit.at < maxAgeMs) return { value: hit.value, ageMs: askedAt - hit.at };
+    const inFlight = this.inFlight(scope);
+    const shared = inFlight.get(key);
+    if (shared && askedAt - shared.at < maxAgeMs) return { value: await shared.value, ageMs: askedAt - shared.at };
+    const read = load();
+    inFlight.set(key, { at: askedAt, value: read });
+    try {
+      const value = await read;
+      // Kept unless a writer set or dropped the value while this read was on its way (it may predate the write).
+      if (entries.get(key) === hit) this.set(scope, value, key, askedAt);
+      return { value, ageMs: 0 };
+    } finally {
+      if (inFlight.get(key)?.value === read) inFlight.delete(key);
+    }
+  }
+
+  private inFlight(scope: CacheScope) {
+    return scope.caches.store(`${this.name}:inFlight`) as Map<string, { at: number; value: Promise<T> }>;
   }
 
   set(scope: CacheScope, value: T, key = '', at = scope.clock.now().getTime()): void {

@@ -3,7 +3,7 @@ import { bypassesGate } from '../failover/drain';
 import type { PacerState, Versioned } from '../store/ports';
 import type { ClusterRecord } from '../store/records';
 import type { ControlPlane } from './ports';
-import { recentPacerState, recentPacerStateAged } from './state/reads';
+import { recentPacerStateAged } from './state/reads';
 
 /** A storage read answered later than this may be stale against a write made meanwhile (a recovery, a pause). */
 export const SLOW_READ_MS = 500;
@@ -30,10 +30,15 @@ export async function promptRead(plane: ControlPlane, name: string, alongside?: 
   return { cluster, prompt };
 }
 
+/** A switch read sent within this long is shared by the workers' checks instead of sending another. */
+const SHARED_SWITCH_READ_MS = 100;
+
 /**
  * The switches that hold a scheduled row back when its slot comes: the Failover gate (a drain's row bypasses
- * it), the pause, the halted tier. Read when the row is settled, and again, fresh, right before acting when
- * the storage reads in between were slow (a pause may have come meanwhile).
+ * it), the pause, the halted tier. Read when the row is settled, and again right before acting when what was
+ * read is older than SLOW_READ_MS by then (a pause may have come meanwhile). A read is as old as the time
+ * since it was sent (a cached copy's age included), not since it was answered: a stalled answer was served
+ * before the wait.
  */
 export class SwitchCheck {
   private constructor(
@@ -41,23 +46,32 @@ export class SwitchCheck {
     private readonly record: EvictionRecord,
     /** Why the row is held, as first read (undefined: it may go). */
     readonly hold: string | undefined,
-    /** When what `hold` says was read (performance.now()): when the read was sent, not when it was answered. */
+    /** When what the check holds was read (performance.now()). */
     private readAt: number,
   ) {}
 
   static async read(plane: ControlPlane, record: EvictionRecord): Promise<SwitchCheck> {
     const asked = performance.now();
     const { value, ageMs } = await recentPacerStateAged(plane);
-    // A stalled answer was served when asked for, not when it came back: a pause written while it was on the
-    // way is caught by `holdNow`, since the read counts as old as the wait for it (plus a cached copy's age).
     return new SwitchCheck(plane, record, holdReason(plane, record, value), asked - ageMs);
   }
 
-  /** Why the row is held now: read again, uncached, only when the first read is older than SLOW_READ_MS. */
+  /**
+   * Why the row is held now. Read again (three tries at most) while what the check holds is older than
+   * SLOW_READ_MS; when no read comes back in time the row is held too: it never goes on a stale switch.
+   */
   async holdNow(): Promise<string | undefined> {
-    if (performance.now() - this.readAt <= SLOW_READ_MS) return undefined;
-    this.readAt = performance.now();
-    return holdReason(this.plane, this.record, await recentPacerState(this.plane, 0));
+    let hold = this.hold;
+    for (let attempt = 0; attempt < 3 && performance.now() - this.readAt > SLOW_READ_MS; attempt++) {
+      const asked = performance.now();
+      const { value, ageMs } = await recentPacerStateAged(this.plane, SHARED_SWITCH_READ_MS);
+      this.readAt = asked - ageMs;
+      hold = holdReason(this.plane, this.record, value);
+      if (hold) return hold;
+    }
+    return performance.now() - this.readAt > SLOW_READ_MS
+      ? `the pause switch could not be read promptly (3 reads over ${SLOW_READ_MS} ms): back in line`
+      : hold;
   }
 }
 

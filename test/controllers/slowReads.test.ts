@@ -77,6 +77,26 @@ describe('the worker and slow storage reads', () => {
     expect((await m.plane.bindings.get('rb:default:web'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
   });
 
+  it('puts the row back in line when the pause switch is never read promptly (it never acts on a stale switch)', async () => {
+    const { m, message } = await oneScheduledEviction();
+    const getPacerState = m.plane.ledger.getPacerState.bind(m.plane.ledger);
+    let reads = 0;
+    m.plane.ledger.getPacerState = async () => {
+      const answer = await getPacerState();
+      reads++;
+      m.clock.advance(SLOW_READ_MS + 50);
+      await sleepReal(SLOW_READ_MS + 50);
+      return answer;
+    };
+    expect(await executeEviction(m.plane, message)).toBe('postponed');
+    // The first read, then three more before giving up.
+    expect(reads).toBe(4);
+    expect((await m.plane.ledger.getEviction('c1', 'rb:default:web'))?.record).toMatchObject({
+      state: 'pending',
+      message: expect.stringContaining('the pause switch could not be read promptly'),
+    });
+  });
+
   it('reads the taint again when the binding read made beside it was slow and the cluster recovered meanwhile', async () => {
     const { m, message } = await oneScheduledEviction();
     const get = m.plane.bindings.get.bind(m.plane.bindings);
