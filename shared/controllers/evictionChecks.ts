@@ -30,7 +30,13 @@ export async function promptRead(plane: ControlPlane, name: string, alongside?: 
   return { cluster, prompt };
 }
 
-/** A switch read sent within this long is shared by the workers' checks instead of sending another. */
+/**
+ * How old a copy of the switches the worker takes when it settles a row: young enough that it is still
+ * younger than SLOW_READ_MS when the worker acts (so it is rarely read again then), and read beside the
+ * row's other reads, so the wait adds nothing. Rows settled together share one read.
+ */
+const SWITCH_COPY_MAX_AGE_MS = SLOW_READ_MS / 2;
+/** A switch read sent within this long is shared by the workers' second checks instead of sending another. */
 const SHARED_SWITCH_READ_MS = 100;
 
 /**
@@ -52,7 +58,7 @@ export class SwitchCheck {
 
   static async read(plane: ControlPlane, record: EvictionRecord): Promise<SwitchCheck> {
     const asked = performance.now();
-    const { value, ageMs } = await recentPacerStateAged(plane);
+    const { value, ageMs } = await recentPacerStateAged(plane, SWITCH_COPY_MAX_AGE_MS);
     return new SwitchCheck(plane, record, holdReason(plane, record, value), asked - ageMs);
   }
 

@@ -1,4 +1,5 @@
 import { PlaneState } from '../cache';
+import { mapConcurrent } from '../concurrency';
 import type { EvictionRecord } from '../failover/bindingModel';
 import { bypassesGate } from '../failover/drain';
 import { assignSlots, directStartLeads, earliestSlot, slotHorizon, SlotLeads } from '../failover/evictionDecision';
@@ -380,13 +381,14 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
     .map((r, i) => ({ ...r, slot: slots[i] }))
     .filter((r) => !refused.has(evictionRowId(r.record)));
 
-  // The slots are ours: mark the rows scheduled (ETag-checked, batched per cluster), then send.
+  // The slots are ours: mark the rows scheduled (ETag-checked, batched per cluster, the clusters side by
+  // side: their partitions are distinct), then send.
   const byCluster = new Map<string, number[]>();
   claimed.forEach((c, i) => byCluster.set(c.record.cluster, [...(byCluster.get(c.record.cluster) ?? []), i]));
   const sent: Array<Promise<void>> = [];
   const outgoing: Array<{ slot: number; traceparent?: string; message: EvictionMessage }> = [];
   let scheduled = 0;
-  for (const indexes of byCluster.values()) {
+  await mapConcurrent([...byCluster.values()], CLUSTERS_SCHEDULED_AT_ONCE, async (indexes) => {
     const updates = indexes.map((i) => ({ change: schedule(claimed[i].record, claimed[i].slot, now), etag: claimed[i].etag }));
     const etags = await applyRowChanges(plane, updates);
     indexes.forEach((i, k) => {
@@ -400,7 +402,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
         message: { cluster: row.cluster, bindingKey: row.bindingKey, etag: newEtag, slot: row.scheduledFor!, record: row },
       });
     });
-  }
+  });
   // One queue message per run of slots less than a second apart (at most MAX_EVICTIONS_PER_MESSAGE): the
   // worker acts on each at its slot, so a message costs a send and a delete whatever the rate, and becomes
   // visible SLOT_LEAD_SECONDS before its first slot.
@@ -451,6 +453,9 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   }
   return { tier: health.tier, rate: health.rate, scheduled };
 }
+
+/** Clusters whose rows a pass marks scheduled at once (one batch per cluster shard each). */
+const CLUSTERS_SCHEDULED_AT_ONCE = 4;
 
 /** Rows read per bucket in one tick at most this many times (rows that start waiting for a budget make room for the next). */
 const MAX_ROUNDS = 8;
