@@ -90,8 +90,9 @@ export class RecentCache<T> {
     inFlight.set(key, { at: askedAt, value: read });
     try {
       const value = await read;
-      // Kept unless a writer set or dropped the value while this read was on its way (it may predate the write).
-      if (entries.get(key) === hit) this.set(scope, value, key, askedAt);
+      // Kept unless a writer set or dropped the value while this read was on its way (it may predate the
+      // write), or a later read took its place.
+      if (entries.get(key) === hit && inFlight.get(key)?.value === read) this.set(scope, value, key, askedAt);
       return { value, ageMs: 0 };
     } finally {
       if (inFlight.get(key)?.value === read) inFlight.delete(key);
@@ -112,9 +113,12 @@ export class RecentCache<T> {
     if (hit) hit.value = value;
   }
 
+  /** Drops the copy, and any read on its way: it may have been sent before the write that made the caller forget. */
   forget(scope: CacheScope, key?: string): void {
-    if (key === undefined) this.entries(scope).clear();
-    else this.entries(scope).delete(key);
+    for (const store of [this.entries(scope), this.inFlight(scope)]) {
+      if (key === undefined) store.clear();
+      else store.delete(key);
+    }
   }
 }
 

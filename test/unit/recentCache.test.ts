@@ -57,6 +57,20 @@ describe('RecentCache.getAged', () => {
     expect(cache.peek(scope)).toBe('written');
   });
 
+  it('does not share a read that was on its way when the copy was forgotten (it may predate the write)', async () => {
+    const scope = { caches: new PlaneCaches(), clock: new ManualClock() };
+    const { pending, load } = loads();
+    const before = cache.getAged(scope, load);
+    cache.forget(scope);
+    const after = cache.getAged(scope, load);
+    expect(pending).toHaveLength(2);
+    pending[0]('before the write');
+    pending[1]('after the write');
+    expect((await before).value).toBe('before the write');
+    expect((await after).value).toBe('after the write');
+    expect(cache.peek(scope)).toBe('after the write');
+  });
+
   it('keeps a read aged from when it was sent, not answered', async () => {
     const scope = { caches: new PlaneCaches(), clock: new ManualClock() };
     const { pending, load } = loads();
