@@ -3,7 +3,7 @@ import { sleep } from '../clock';
 import { SharedPass } from '../concurrency';
 import { errorFields } from '../telemetry/log';
 import { executeEvictionBatch } from './evictionWorker';
-import { announcePassHere, offerShortPass, paceAfterPlanning, passesHereAnnounced, passHereAnnounced, runPacer } from './pacer';
+import { announcePassHere, offerShortPass, paceAfterPlanning, paceUnlessOvertaken, passesHereAnnounced, passHereAnnounced } from './pacer';
 import type { ControlPlane, EvictionBatch } from './ports';
 import { refreshPolicyStatuses } from './taintPolicies';
 
@@ -106,7 +106,8 @@ async function planningLoop(plane: ControlPlane): Promise<void> {
   const passes = new SharedPass(async () => {
     const rowsJustStored = rowsStored;
     rowsStored = false;
-    const outcome = await runPacer(plane, {
+    // The planners waiting for this pass would have their first rows slotted a pass later if it lost the row.
+    const outcome = await paceUnlessOvertaken(plane, {
       runHere,
       lookAheadMs: PLANNING_PASS_LOOK_AHEAD_MS,
       lanesExpected: passesHereAnnounced(plane),

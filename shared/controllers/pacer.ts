@@ -165,13 +165,20 @@ export const pacingWhilePlanning = (plane: ControlPlane): boolean => shortPassHe
  */
 export async function paceAfterPlanning(plane: ControlPlane, options: PacerOptions = {}): Promise<void> {
   try {
-    for (let attempt = 0; attempt < PACE_ATTEMPTS; attempt++) {
-      const outcome = await runPacer(plane, options);
-      if (outcome.skipped !== 'conflict') return;
-    }
+    await paceUnlessOvertaken(plane, options);
   } catch (error) {
     plane.log.warn('pacer pass after planning failed: the next tick paces the rows', { ...errorFields(error) });
   }
+}
+
+/**
+ * A pass for rows just planned, tried again at once when another writer took the pacer's row first (up to
+ * PACE_ATTEMPTS passes): that writer may not have seen the new rows, which would otherwise wait a pass.
+ */
+export async function paceUnlessOvertaken(plane: ControlPlane, options: PacerOptions): Promise<PacerOutcome> {
+  let outcome = await runPacer(plane, options);
+  for (let attempt = 1; attempt < PACE_ATTEMPTS && outcome.skipped === 'conflict'; attempt++) outcome = await runPacer(plane, options);
+  return outcome;
 }
 
 export async function runPacer(plane: ControlPlane, options: PacerOptions = {}): Promise<PacerOutcome> {
@@ -203,7 +210,8 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   // draining clusters' rows and leaves every other row where it is.
   const gateOff = !plane.config.failoverEnabled;
   const draining = new Set(state.draining);
-  const held = gateOff && draining.size === 0 ? 'gate' : state.paused ? 'paused' : nextSlotAt > horizon || yieldsToPassHere() ? 'busy' : undefined;
+  const yielding = yieldsToPassHere();
+  const held = gateOff && draining.size === 0 ? 'gate' : state.paused ? 'paused' : nextSlotAt > horizon || yielding ? 'busy' : undefined;
   // Candidates in due order: due groups (one per cluster shard and due time) say which clusters have rows
   // due when; one range query per (due time, cluster) then reads those rows across the cluster's shards.
   const fresh = held ? undefined : early?.fresh;
@@ -221,7 +229,9 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   const skipped = held ?? (health.rate === 0 ? 'halted' : undefined);
   const healthChanged = state.tier !== base.tier || state.rate !== base.rate || state.total !== base.total || state.unhealthy !== base.unhealthy;
   if (skipped) {
-    if (healthChanged && (await plane.ledger.putPacerState(base, etag))) await noteTier(plane, state, base);
+    // A tick that yields to a pass here leaves the row to it (that pass writes the fleet's change with its
+    // slots): a write here would make it lose the row and hand out nothing until its next try.
+    if (healthChanged && !yielding && (await plane.ledger.putPacerState(base, etag))) await noteTier(plane, state, base);
     return { tier: health.tier, rate: health.rate, scheduled: 0, skipped };
   }
 

@@ -129,6 +129,24 @@ describe('a pass that runs its first evictions itself', () => {
   });
 });
 
+describe('a timer tick that yields to a pass here', () => {
+  it('leaves the pacer row to that pass even when the fleet changed, so the pass does not lose it', async () => {
+    const m = await failedCluster();
+    const before = await m.plane.ledger.getPacerState();
+    // One more cluster failed since the row was written: a tick would record the fleet's change.
+    await applyTo(m, [cluster('m2', true)]);
+    const release = announcePassHere(m.plane);
+    expect(await runPacer(m.plane)).toMatchObject({ scheduled: 0, skipped: 'busy' });
+    expect((await m.plane.ledger.getPacerState()).etag).toBe(before.etag);
+    // The pass here writes the change itself, with its slots, on its first try.
+    const outcome = await runPacer(m.plane, { runHere: () => true });
+    expect(outcome.skipped).toBeUndefined();
+    expect(outcome.scheduled).toBeGreaterThan(0);
+    expect((await m.plane.ledger.getPacerState()).state.unhealthy).toBe(2);
+    release();
+  });
+});
+
 describe('short passes while failures are being planned', () => {
   /** Twenty clusters, two of them failed (m1 and m2), each with 30 bindings that leave at once. */
   async function twoFailed(): Promise<MemoryPlane> {
