@@ -6,7 +6,7 @@
  * the same run, the achieved eviction rate and storage requests per eviction when 10 clusters fail at once.
  */
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { odata, type TableClient, type TransactionAction } from '@azure/data-tables';
 import { sleep } from '../shared/clock';
 import { loadConfig } from '../shared/config';
@@ -420,6 +420,8 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
         },
       };
     } finally {
+      // The host's log lines (at debug), for reading a run's timeline afterwards.
+      if (process.env.BENCH_HOST_LOG) writeFileSync(process.env.BENCH_HOST_LOG, host.output());
       await host.stop();
     }
   } finally {
