@@ -62,8 +62,12 @@ export class RecentCache<T> {
 
   /** The value if this process read or wrote it less than `maxAgeMs` ago. */
   peek(scope: CacheScope, key = '', maxAgeMs = this.ttlMs): T | undefined {
-    const hit = this.entries(scope).get(key);
-    return hit && scope.clock.now().getTime() - hit.at < maxAgeMs ? hit.value : undefined;
+    return this.young(this.entries(scope).get(key), scope.clock.now().getTime(), maxAgeMs)?.value;
+  }
+
+  /** An entry (a copy, or a read on its way) with its age at `now`, when younger than `maxAgeMs`. */
+  private young<V>(entry: { at: number; value: V } | undefined, now: number, maxAgeMs: number): { value: V; ageMs: number } | undefined {
+    return entry && now - entry.at < maxAgeMs ? { value: entry.value, ageMs: now - entry.at } : undefined;
   }
 
   async get(scope: CacheScope, load: () => Promise<T>, options: { key?: string; maxAgeMs?: number } = {}): Promise<T> {
@@ -82,10 +86,11 @@ export class RecentCache<T> {
     const askedAt = scope.clock.now().getTime();
     const entries = this.entries(scope);
     const hit = entries.get(key);
-    if (hit && askedAt - hit.at < maxAgeMs) return { value: hit.value, ageMs: askedAt - hit.at };
+    const copy = this.young(hit, askedAt, maxAgeMs);
+    if (copy) return copy;
     const inFlight = this.inFlight(scope);
-    const shared = inFlight.get(key);
-    if (shared && askedAt - shared.at < maxAgeMs) return { value: await shared.value, ageMs: askedAt - shared.at };
+    const shared = this.young(inFlight.get(key), askedAt, maxAgeMs);
+    if (shared) return { value: await shared.value, ageMs: shared.ageMs };
     const read = load();
     inFlight.set(key, { at: askedAt, value: read });
     try {
