@@ -90,7 +90,8 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
     ? { members: { directory: new StaticMemberDirectory(onceAsync(() => membersFromKubeconfig(memberKubeconfigs))), prober: new ClientNodeProber() } }
     : {};
   return {
-    clusters: new TableDocumentStore<ClusterRecord>(storage.table(TABLES.clusters), 'cluster'),
+    // Clusters registering or reporting at once write together (a transaction per round, not a request each).
+    clusters: new TableDocumentStore<ClusterRecord>(storage.table(TABLES.clusters), 'cluster', undefined, 1, { groupWrites: true }),
     policies: new TableDocumentStore<PolicyRecord>(storage.table(TABLES.policies), 'policy'),
     policyStates: new TableDocumentStore<PolicyState>(storage.table(TABLES.policies), 'policystate'),
     events,

@@ -205,8 +205,14 @@ export async function reportClusterStatus(
       record.lastSignedAt = signed.signedAt;
       record.lastSignature = signed.signature;
     }
+    // A new cluster's first conditions are not changes: its one event names them (an event less to write
+    // for each cluster of a fleet registering at once).
+    if (!current) {
+      const first = merged.conditions.map((c) => `${c.type}=${c.status}`).join(', ');
+      const message = `cluster registered by its first health report${first ? ` (${first})` : ''}`;
+      return { record, result: undefined, events: [clusterEvent(name, now, 'Registered', message, 'Normal', { conditions: merged.conditions })] };
+    }
     const events: EventRecord[] = [];
-    if (!current) events.push(clusterEvent(name, now, 'Registered', 'cluster registered by its first health report'));
     for (const type of transitioned) {
       const c = merged.conditions.find((x) => x.type === type)!;
       events.push(

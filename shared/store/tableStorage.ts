@@ -3,7 +3,8 @@ import { mapConcurrent } from '../concurrency';
 import { bucketOf } from './buckets';
 import { eventPartition, eventRowKey, kindPartitions, legacyEventPartition, objectRows } from './eventKeys';
 import { BATCH } from './ledger/keys';
-import { moveEntities, partitionOfAction, submit, submitOrOneByOne } from './ledger/transactions';
+import { moveEntities, partitionOfAction, submit } from './ledger/transactions';
+import { PartitionWrites, TRANSACTION_BYTES } from './partitionWrites';
 import {
   BatchDocumentStore,
   BulkDocumentStore,
@@ -72,8 +73,6 @@ export function storedDocumentBytes(value: unknown): number {
     3 * 2 * MAX_KEY_CHARS;
   return Math.max(service, wire);
 }
-// A transaction's body may hold 4 MiB: documents are packed into transactions well below that.
-const TRANSACTION_BYTES = 3 * 1024 * 1024;
 /** Transactions of one `writeMany` in flight at once (a partition's transactions queue at the service; a bucketed kind's spread). */
 const TRANSACTION_CONCURRENCY = 8;
 
@@ -108,7 +107,16 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
     /** Boolean columns written with each document (`flag_<name>`), to query by. */
     private readonly flags?: (value: T) => Record<F, boolean>,
     private readonly buckets = 1,
-  ) {}
+    /**
+     * Creates and replaces that meet in a partition go as one transaction (PartitionWrites): for a kind
+     * written by bursts of requests at once, such as clusters registering or reporting.
+     */
+    options: { groupWrites?: boolean } = {},
+  ) {
+    this.writes = options.groupWrites ? new PartitionWrites(client) : undefined;
+  }
+
+  private readonly writes: PartitionWrites | undefined;
 
   private partitionOf(id: string): string {
     return this.buckets > 1 ? `${this.partition}|${bucketOf(id, this.buckets)}` : this.partition;
@@ -241,9 +249,10 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
   async create(id: string, value: T): Promise<string> {
     await this.ready();
     try {
-      const response = await this.client.createEntity(this.encode(id, value) as never);
+      const entity = this.encode(id, value) as never;
+      const etag = this.writes ? await this.writes.write(['create', entity]) : (await this.client.createEntity(entity)).etag;
       await this.recordLayoutOnWrite();
-      return String(response.etag);
+      return String(etag);
     } catch (error) {
       if (statusOf(error) === 409) throw new ConcurrencyError(`${id} already exists`);
       throw error;
@@ -253,9 +262,12 @@ export class TableDocumentStore<T, F extends string = never> implements BulkDocu
   async replace(id: string, value: T, etag: string): Promise<string> {
     await this.ready();
     try {
-      const response = await this.client.updateEntity(this.encode(id, value) as never, 'Replace', { etag });
+      const entity = this.encode(id, value) as never;
+      const written = this.writes
+        ? await this.writes.write(['update', entity, 'Replace', { etag }])
+        : (await this.client.updateEntity(entity, 'Replace', { etag })).etag;
       await this.recordLayoutOnWrite();
-      return String(response.etag);
+      return String(written);
     } catch (error) {
       const status = statusOf(error);
       if (status === 412 || status === 404) throw new ConcurrencyError(`${id} changed since it was read`);
@@ -365,7 +377,11 @@ function partitionTransactions(actions: TransactionAction[], indexes: number[]):
  */
 export class TableEventLog implements EventLog {
   private sequence = 0;
-  constructor(private readonly client: TableClient) {}
+  /** Events appended at once by concurrent requests go together, a transaction per partition. */
+  private readonly writes: PartitionWrites;
+  constructor(private readonly client: TableClient) {
+    this.writes = new PartitionWrites(client);
+  }
 
   async append(events: EventRecord[]): Promise<void> {
     const actions: TransactionAction[] = [];
@@ -390,8 +406,15 @@ export class TableEventLog implements EventLog {
       };
       actions.push(['create', entity]);
     }
-    // One transaction per bucket's events (100 at most), all buckets at once; a bucket's single event is a plain create.
-    await submitOrOneByOne(this.client, actions, actions.length);
+    // A transaction per bucket's events (100 at most, with other requests' events that meet them), all buckets
+    // at once; an event already there (the same id, or a repeat after a lost answer) is skipped.
+    await Promise.all(
+      actions.map((action) =>
+        this.writes.write(action).catch((error: unknown) => {
+          if (statusOf(error) !== 409) throw error;
+        }),
+      ),
+    );
   }
 
   async list(query: EventQuery): Promise<EventRecord[]> {

@@ -348,8 +348,14 @@ async function writeNotes(plane: ControlPlane, queue: { waiting: PendingNote[]; 
   queue.running = false;
 }
 
+/**
+ * The summary as this process's last note wrote it, with its ETag: the next round writes on it without a
+ * read first (a summary another process changed meanwhile fails the write, and that round reads it).
+ */
+const notedHere = new PlaneState<Versioned<FleetSummary>>('fleetNotedHere');
+
 async function applyNotes(plane: ControlPlane, notes: PendingNote[]): Promise<void> {
-  let stored = await plane.fleetSummary.get(SUMMARY);
+  let stored = notedHere.get(plane) ?? (await plane.fleetSummary.get(SUMMARY));
   if (!stored?.value.members || !stored.value.unhealthy) {
     // First use: counted from a listing. A listing made before these clusters' writes (another writer's
     // recount won the create) may miss them, so the notes are applied to whatever summary now stands.
@@ -362,45 +368,57 @@ async function applyNotes(plane: ControlPlane, notes: PendingNote[]): Promise<vo
     SUMMARY,
     (current) => {
       if (!current?.value.members || !current.value.unhealthy) return keep(undefined);
-      let summary: FleetSummary = current.value;
-      let changed = false;
-      for (const { name, change } of notes) {
-        const next = noteOne(summary, name, change);
-        if (next) {
-          summary = next;
-          changed = true;
-        }
-      }
-      return changed ? write(summary, summary) : keep(summary);
+      const summary = noteAll(current.value, notes);
+      return summary ? write(summary, summary) : keep(current.value);
     },
     stored,
   );
+  if (outcome.result && outcome.etag) notedHere.set(plane, { value: outcome.result, etag: outcome.etag });
+  else notedHere.delete(plane);
   if (outcome.result) summaryCache.set(plane, outcome.result);
   // Deleted or rewritten by an older version meanwhile: counted again from a listing.
   else await recountFleet(plane);
 }
 
-/** The summary after one cluster's change; undefined when it changes nothing. */
-function noteOne(current: FleetSummary, name: string, change: FleetChange): FleetSummary | undefined {
+/**
+ * The summary after a round of clusters' changes, applied in order; undefined when they change nothing. A
+ * cluster that joined or left, or whose fleet-view facts changed, takes a view version of its own.
+ */
+function noteAll(current: FleetSummary, notes: ReadonlyArray<{ name: string; change: FleetChange }>): FleetSummary | undefined {
   const members = new Set(current.members);
-  if (change.created) members.add(name);
-  if (change.deleted) members.delete(name);
   const faulty = new Set(current.faulty);
   const unhealthy = new Set(current.unhealthy);
-  if (change.faulty && !change.deleted) faulty.add(name);
-  else faulty.delete(name);
-  if (change.unhealthy && !change.deleted) unhealthy.add(name);
-  else unhealthy.delete(name);
-  const names = [...members].sort();
-  const summary: FleetSummary = { ...current, members: names, total: names.length, faulty: [...faulty].sort(), unhealthy: [...unhealthy].sort() };
-  const membersChanged = summary.total !== current.total || !sameNames(current.members ?? [], names);
-  const countsChanged = !sameNames(current.faulty, summary.faulty) || !sameNames(current.unhealthy ?? [], summary.unhealthy ?? []);
-  if (membersChanged || change.viewChanged) {
-    summary.viewVersion = (summary.viewVersion ?? 0) + 1;
-    // Named with its version, so a process's view catches up by reading this cluster alone.
-    summary.viewChanges = [...(current.viewChanges ?? []), { version: summary.viewVersion, name }].slice(-FLEET_CHANGES_KEPT);
+  let viewVersion = current.viewVersion ?? 0;
+  const viewChanges = [...(current.viewChanges ?? [])];
+  let changed = false;
+  let viewed = false;
+  const mark = (set: Set<string>, name: string, on: boolean): boolean => {
+    if (set.has(name) === on) return false;
+    if (on) set.add(name);
+    else set.delete(name);
+    return true;
+  };
+  for (const { name, change } of notes) {
+    const membersChanged = (change.created && mark(members, name, true)) || (change.deleted && mark(members, name, false));
+    const faultyChanged = mark(faulty, name, change.faulty && !change.deleted);
+    const unhealthyChanged = mark(unhealthy, name, change.unhealthy && !change.deleted);
+    if (membersChanged || change.viewChanged) {
+      // Named with its version, so a process's view catches up by reading this cluster alone.
+      viewChanges.push({ version: ++viewVersion, name });
+      viewed = true;
+    }
+    if (membersChanged || faultyChanged || unhealthyChanged || change.viewChanged) changed = true;
   }
-  return membersChanged || countsChanged || change.viewChanged ? summary : undefined;
+  if (!changed) return undefined;
+  const names = [...members].sort();
+  return {
+    ...current,
+    members: names,
+    total: names.length,
+    faulty: [...faulty].sort(),
+    unhealthy: [...unhealthy].sort(),
+    ...(viewed ? { viewVersion, viewChanges: viewChanges.slice(-FLEET_CHANGES_KEPT) } : {}),
+  };
 }
 
 /** Two lists of cluster names hold the same names (in any order). */
