@@ -349,13 +349,15 @@ async function writeNotes(plane: ControlPlane, queue: { waiting: PendingNote[]; 
 }
 
 /**
- * The summary as this process's last note wrote it, with its ETag: the next round writes on it without a
- * read first (a summary another process changed meanwhile fails the write, and that round reads it).
+ * The summary as this process's last note wrote it, with its ETag: the next round that changes it writes on
+ * it without a read first (a summary another process changed meanwhile fails the write, and that round reads
+ * it). A round that would change nothing on the copy reads the summary: only a write is checked.
  */
 const notedHere = new PlaneState<Versioned<FleetSummary>>('fleetNotedHere');
 
-async function applyNotes(plane: ControlPlane, notes: PendingNote[]): Promise<void> {
-  let stored = notedHere.get(plane) ?? (await plane.fleetSummary.get(SUMMARY));
+async function applyNotes(plane: ControlPlane, notes: PendingNote[], useCopy = true): Promise<void> {
+  const copy = useCopy ? notedHere.get(plane) : undefined;
+  let stored = copy && noteAll(copy.value, notes) ? copy : await plane.fleetSummary.get(SUMMARY);
   if (!stored?.value.members || !stored.value.unhealthy) {
     // First use: counted from a listing. A listing made before these clusters' writes (another writer's
     // recount won the create) may miss them, so the notes are applied to whatever summary now stands.
@@ -376,6 +378,8 @@ async function applyNotes(plane: ControlPlane, notes: PendingNote[]): Promise<vo
   if (outcome.result && outcome.etag) notedHere.set(plane, { value: outcome.result, etag: outcome.etag });
   else notedHere.delete(plane);
   if (outcome.result) summaryCache.set(plane, outcome.result);
+  // Gone since the copy was written: decided again from what storage holds.
+  else if (stored === copy) await applyNotes(plane, notes, false);
   // Deleted or rewritten by an older version meanwhile: counted again from a listing.
   else await recountFleet(plane);
 }
