@@ -1,6 +1,8 @@
 import { PlaneState } from '../cache';
 import { sleep } from '../clock';
 import { SharedPass } from '../concurrency';
+import { evictionRowId } from '../failover/evictionRow';
+import type { VersionedEviction } from '../store/ports';
 import { errorFields } from '../telemetry/log';
 import { executeEvictionBatch } from './evictionWorker';
 import { announcePassHere, offerShortPass, paceAfterPlanning, paceUnlessOvertaken, passesHereAnnounced, passHereAnnounced } from './pacer';
@@ -103,6 +105,9 @@ async function planningLoop(plane: ControlPlane): Promise<void> {
   let rowsStored = false;
   let anyRowsStored = false;
   let anySlots = false;
+  // The planners' first rows as they stored them, with their ETags: while it holds any, a pass hands out
+  // slots to these without reading storage (runPacer's `planned`).
+  const planned = new Map<string, VersionedEviction>();
   const passes = new SharedPass(async () => {
     const rowsJustStored = rowsStored;
     rowsStored = false;
@@ -112,13 +117,15 @@ async function planningLoop(plane: ControlPlane): Promise<void> {
       lookAheadMs: PLANNING_PASS_LOOK_AHEAD_MS,
       lanesExpected: passesHereAnnounced(plane),
       rowsJustStored,
+      planned,
     });
     plane.log.debug('pacer pass while planning', { ...outcome });
     if (outcome.scheduled > 0) anySlots = true;
     return outcome;
   });
   // A planner whose first rows are stored asks for a pass at once (paceFirstRows) instead of waiting for the next.
-  offerShortPass(plane, () => {
+  offerShortPass(plane, (rows) => {
+    for (const row of rows) planned.set(evictionRowId(row.record), row);
     rowsStored = anyRowsStored = true;
     return passes.after(passes.ticket());
   });

@@ -90,6 +90,15 @@ export interface PacerOptions {
    * only once it knows it has room, and none when nothing is due.
    */
   rowsJustStored?: boolean;
+  /**
+   * With `runHere`: rows this process has just planned, held with the ETags their write returned (the
+   * planning loop's pool, by evictionRowId). While it holds any, the pass hands out slots to these rows
+   * instead of reading the due rows from storage, which is busiest then: storing the rest of the plans.
+   * The pass removes the rows it acted on (slotted, or set to wait for a budget); the others stay pending
+   * where they are, found by any later pass that reads storage. A row changed since it was planned fails
+   * its ETag and keeps its place in line (its slot goes unused).
+   */
+  planned?: Map<string, VersionedEviction>;
 }
 /**
  * How far ahead a tick hands out slots: MIN_SLOT_LEAD_MS + WINDOW_MS, or more while the ticks come further
@@ -136,22 +145,25 @@ export const passesHereAnnounced = (plane: ControlPlane): number => passesHere.g
 export const passHereAnnounced = (plane: ControlPlane): boolean => passesHereAnnounced(plane) > 0;
 
 /** Per process: the short pass of the loop that paces while failures are planned here (paceAndRun.ts), while it runs. */
-const shortPassHere = new PlaneState<{ run?: () => Promise<unknown> }>('pacerShortPassHere');
+const shortPassHere = new PlaneState<{ run?: (rows: readonly VersionedEviction[]) => Promise<unknown> }>('pacerShortPassHere');
 
-/** While it runs, the planning loop offers its short pass: `run` returns one that began after the call. */
-export function offerShortPass(plane: ControlPlane, run: (() => Promise<unknown>) | undefined): void {
+/**
+ * While it runs, the planning loop offers its short pass: `run` takes a planner's first rows (as stored, with
+ * their ETags) and returns a pass that began after the call.
+ */
+export function offerShortPass(plane: ControlPlane, run: ((rows: readonly VersionedEviction[]) => Promise<unknown>) | undefined): void {
   shortPassHere.of(plane, () => ({})).run = run;
 }
 
 /**
- * A planner's first rows are stored: when the planning loop runs here, waits for a short pass that began
- * after them (so they have their slots before the rest of the plan competes with the pass for storage);
- * otherwise at once. A pass that fails is the loop's to report.
+ * A planner's first rows are stored: when the planning loop runs here, hands them to it and waits for a
+ * short pass that began after them (so they have their slots before the rest of the plan competes with the
+ * pass for storage); otherwise at once. A pass that fails is the loop's to report.
  */
-export async function paceFirstRows(plane: ControlPlane): Promise<void> {
+export async function paceFirstRows(plane: ControlPlane, rows: readonly VersionedEviction[]): Promise<void> {
   await shortPassHere
     .get(plane)
-    ?.run?.()
+    ?.run?.(rows)
     .catch(() => undefined);
 }
 
@@ -186,6 +198,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   const leads =
     shortPass || (options.runHere && options.allHere) ? RUN_HERE_LEADS : options.runHere ? directStartLeads(SLOT_LEADS, RUN_HERE_LEAD_MS) : SLOT_LEADS;
   const yieldsToPassHere = () => !options.runHere && passHereAnnounced(plane);
+  const planned = options.runHere && options.planned && options.planned.size > 0 ? options.planned : undefined;
   const now = plane.clock.now();
   const nowMs = now.getTime();
   // A pass right after planning has rows to hand out: the due listing (to the furthest horizon a pass may
@@ -194,7 +207,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   const early =
     options.runHere && options.rowsJustStored !== false
       ? {
-          listed: plane.ledger.listDue(new Date(nowMs + MAX_LOOK_AHEAD_MS).toISOString(), DUE_GROUPS_PER_PASS),
+          listed: planned ? Promise.resolve([]) : plane.ledger.listDue(new Date(nowMs + MAX_LOOK_AHEAD_MS).toISOString(), DUE_GROUPS_PER_PASS),
           fresh: currentFleetHealth(plane, 0),
           budgets: BudgetGate.open(plane, now),
         }
@@ -216,11 +229,14 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   // due when; one range query per (due time, cluster) then reads those rows across the cluster's shards.
   const fresh = held ? undefined : early?.fresh;
   const budgetsRead = held ? undefined : early?.budgets;
+  const inMemory = planned && !held ? memoryBuckets(planned, horizon) : undefined;
   const listed = held
     ? []
-    : early
-      ? (await early.listed).filter((group) => group.parkedFor !== undefined || Date.parse(group.dueAt) <= horizon)
-      : await plane.ledger.listDue(new Date(horizon).toISOString(), DUE_GROUPS_PER_PASS);
+    : inMemory
+      ? [...inMemory.keys()]
+      : early
+        ? (await early.listed).filter((group) => group.parkedFor !== undefined || Date.parse(group.dueAt) <= horizon)
+        : await plane.ledger.listDue(new Date(horizon).toISOString(), DUE_GROUPS_PER_PASS);
   const groups = gateOff ? listed.filter((group) => draining.has(group.cluster)) : listed;
   // The tier that claims rows is judged on the fleet as it is now, not on the second-old view (a fleet
   // that turned halted since, with rows decided on it, must schedule nothing). Idle ticks use the view.
@@ -267,10 +283,17 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   const gated = new Set<string>();
   let parkable = MAX_PARKED_PER_TICK;
   const cursors: BucketCursor[] = [];
+  /** The next `asked` pending rows of a bucket, in pendingDue's order: from storage, or from the pool. */
+  const read = (cursor: BucketCursor, asked: number): Promise<VersionedEviction[]> => {
+    const pool = inMemory?.get(cursor.bucket[0]);
+    if (pool) return Promise.resolve(pool.filter((row) => !cursor.parked.has(row.record.bindingKey)).slice(0, asked));
+    const { dueAt, cluster, priority, parkedFor } = cursor.bucket[0];
+    return plane.ledger.pendingDue(cluster, dueAt, asked, { priority, parkedFor });
+  };
 
   /** Takes up to `want` rows of a bucket into `out`, from where earlier calls this pass left it; how many it took. */
   const take = async (cursor: BucketCursor, want: number, out: Ready[]): Promise<number> => {
-    const { dueAt, cluster, priority, parkedFor } = cursor.bucket[0];
+    const { parkedFor } = cursor.bucket[0];
     let taken = 0;
     for (let round = 0; round < MAX_ROUNDS && !cursor.full; round++) {
       const prefetched = round === 0 ? cursor.prefetched : undefined;
@@ -280,7 +303,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
         cursor.rows = await prefetched.rows;
       } else {
         cursor.asked = cursor.stillPending + (want - taken) + 1;
-        cursor.rows = await plane.ledger.pendingDue(cluster, dueAt, cursor.asked, { priority, parkedFor });
+        cursor.rows = await read(cursor, cursor.asked);
       }
       const toPark: Parking[] = [];
       for (const row of cursor.rows) {
@@ -306,6 +329,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
           break;
         } else {
           cursor.seen.add(row.record.bindingKey);
+          cursor.parked.add(row.record.bindingKey);
           toPark.push({ row, blockedBy: admission.blockedBy, limit: admission.limit, inFlight: admission.inFlight });
         }
       }
@@ -336,8 +360,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
         for (const lane of active) {
           const cursor = lane.cursors[lane.at];
           const asked = cursor.stillPending + share + 1;
-          const { dueAt, cluster, priority, parkedFor } = cursor.bucket[0];
-          const rows = plane.ledger.pendingDue(cluster, dueAt, asked, { priority, parkedFor });
+          const rows = read(cursor, asked);
           void rows.catch(() => undefined);
           cursor.prefetched = { asked, rows };
         }
@@ -356,10 +379,14 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
     }
     ready.push(...interleave(lanes.map((lane) => lane.taken)));
   }
+  // The pool's rows set to wait for a budget have left its pending rows.
+  if (planned)
+    for (const cursor of cursors) for (const key of cursor.parked) planned.delete(evictionRowId({ cluster: cursor.bucket[0].cluster, bindingKey: key }));
   // The groups the ledger has read past hold nothing more due: those before the first row read and not
   // handled; all of them when the read came back short; those before the last row when it came back full.
   const exhausted: DueGroup[] = [];
-  for (const cursor of cursors) {
+  // The pool's buckets say nothing of what storage holds: their groups are left to a pass that reads them.
+  for (const cursor of cursors.filter((c) => !inMemory?.has(c.bucket[0]))) {
     const firstLeft = cursor.rows.find((row) => !cursor.seen.has(row.record.bindingKey));
     const readPast = firstLeft ?? (cursor.rows.length < cursor.asked && !cursor.full ? undefined : cursor.rows[cursor.rows.length - 1]);
     exhausted.push(...plane.ledger.groupsBefore(cursor.bucket, readPast?.record));
@@ -390,6 +417,8 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
     .slice(0, slots.length)
     .map((r, i) => ({ ...r, slot: slots[i] }))
     .filter((r) => !refused.has(evictionRowId(r.record)));
+  // The pool's rows about to be marked scheduled leave it.
+  for (const r of claimed) planned?.delete(evictionRowId(r.record));
 
   // The slots are ours: mark the rows scheduled (ETag-checked, batched per cluster, the clusters side by
   // side: their partitions are distinct), then send.
@@ -478,6 +507,8 @@ interface BucketCursor {
   seen: Set<string>;
   /** Rows taken or held by the gate this pass: still pending, so read again by a later read. */
   stillPending: number;
+  /** Rows set to wait for a budget this pass (no longer pending here). */
+  parked: Set<string>;
   /** Rows the last read asked for (0: not read yet). */
   asked: number;
   rows: VersionedEviction[];
@@ -487,7 +518,24 @@ interface BucketCursor {
   prefetched?: { asked: number; rows: Promise<VersionedEviction[]> };
 }
 
-const newCursor = (bucket: DueGroup[]): BucketCursor => ({ bucket, seen: new Set(), stillPending: 0, asked: 0, rows: [], full: false });
+const newCursor = (bucket: DueGroup[]): BucketCursor => ({ bucket, seen: new Set(), stillPending: 0, asked: 0, rows: [], full: false, parked: new Set() });
+
+/**
+ * The pool's rows due by `horizon` as buckets of the pass (one per cluster, due time and priority, rows in
+ * the order they were planned), each under a group made for the pass: not one the ledger lists.
+ */
+function memoryBuckets(planned: Map<string, VersionedEviction>, horizon: number): Map<DueGroup, VersionedEviction[]> {
+  const byKey = new Map<string, { group: DueGroup; rows: VersionedEviction[] }>();
+  for (const row of planned.values()) {
+    const { cluster, dueAt, priority } = row.record;
+    if (row.record.state !== 'pending' || Date.parse(dueAt) > horizon) continue;
+    const key = `${priority ?? 0}|${dueAt}|${cluster}`;
+    const bucket = byKey.get(key);
+    if (bucket) bucket.rows.push(row);
+    else byKey.set(key, { group: { token: `planned|${key}`, cluster, dueAt, ...(priority ? { priority } : {}) }, rows: [row] });
+  }
+  return new Map([...byKey.values()].map(({ group, rows }) => [group, rows]));
+}
 
 interface Ready extends VersionedEviction {
   /** Its due group's row key. */

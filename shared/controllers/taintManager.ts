@@ -144,8 +144,7 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanningP
         rows.map((row) => ({ row, priority: row.change.record.priority ?? 0, dueAt: Date.parse(row.change.record.dueAt) })),
         now.getTime(),
       ).map(({ row }) => row);
-      await planRows(plane, byDueOrder.slice(0, FIRST_ROWS));
-      await paceFirstRows(plane);
+      await paceFirstRows(plane, await planRows(plane, byDueOrder.slice(0, FIRST_ROWS)));
       await planRows(plane, byDueOrder.slice(FIRST_ROWS), { background: true });
     } else await planRows(plane, rows);
     const dues = rows.map((r) => r.change.record.dueAt).sort();

@@ -123,7 +123,10 @@ export class TableLedger implements EvictionLedger, WriteJournal {
     await this.ready();
     return this.rows.getEviction(cluster, bindingKey);
   }
-  async recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, options: { background?: boolean } = {}): Promise<void> {
+  async recordEvictions(
+    rows: Array<{ record: EvictionRecord; replaceEtag?: string }>,
+    options: { background?: boolean } = {},
+  ): Promise<Array<string | undefined>> {
     await this.ready();
     return this.rows.recordEvictions(rows, options);
   }

@@ -216,7 +216,8 @@ export interface EvictionLedger {
    * `background`: rows that are not needed at once (the rest of a large plan, after its first rows): their
    * transactions go a few at a time per process, so storage serves the pacer's requests between them.
    */
-  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, options?: { background?: boolean }): Promise<void>;
+  /** Returns each row's ETag as written, in input order; undefined for a row skipped (it was there, or changed). */
+  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, options?: { background?: boolean }): Promise<Array<string | undefined>>;
   /** Moves rows to a new state with their ETags, batched; rejects when one of them changed. Returns the new ETags. */
   updateEvictions(updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>>;
   /** One row with its ETag; false when someone else changed (or deleted) it first. */

@@ -58,6 +58,12 @@ async function run(m: MemoryPlane, ticks: number[]): Promise<EvictionMessage[][]
 
 const gaps = (times: number[]) => times.slice(1).map((t, i) => t - times[i]);
 
+/** A pass's `runHere` that keeps the evictions it is given. */
+const collect = () => {
+  const here: EvictionMessage[] = [];
+  return { here, runHere: (batch: { evictions: EvictionMessage[] }) => (here.push(...batch.evictions), true) };
+};
+
 describe('pacer slots: one contiguous series across ticks and messages', () => {
   const cases: Array<{ name: string; ticks: number[] }> = [
     { name: 'a tick every second', ticks: [0, 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000] },
@@ -161,11 +167,6 @@ describe('short passes while failures are being planned', () => {
     return m;
   }
 
-  const collect = () => {
-    const here: EvictionMessage[] = [];
-    return { here, runHere: (batch: { evictions: EvictionMessage[] }) => (here.push(...batch.evictions), true) };
-  };
-
   it('hand out slots only their look-ahead ahead, contiguous from pass to pass, all run here', async () => {
     const m = await twoFailed();
     await manageCluster(m.plane, 'm1');
@@ -230,5 +231,59 @@ describe('from short passes back to the timer', () => {
     expect(gaps(await slotsOf(true)).every((gap) => gap === INTERVAL_MS)).toBe(true);
     // Without it the tick restarts the series a second out: slots in between go unused.
     expect(gaps(await slotsOf(false)).some((gap) => gap > INTERVAL_MS)).toBe(true);
+  });
+});
+
+describe('a short pass given the rows just planned here (the planning loop pool)', () => {
+  /** The failed cluster's pending rows as stored, by row id, and a ledger that counts the pass's reads of due rows. */
+  async function pooled() {
+    const m = await failedCluster();
+    const rows = (await m.ledger.listEvictions('m1')).filter((row) => row.record.state === 'pending');
+    const planned = new Map(rows.map((row) => [`${row.record.cluster}|${row.record.bindingKey}`, row]));
+    const reads: string[] = [];
+    const ledger = Object.create(m.ledger) as typeof m.ledger;
+    ledger.listDue = (...args) => (reads.push('listDue'), m.ledger.listDue(...args));
+    ledger.pendingDue = (...args) => (reads.push('pendingDue'), m.ledger.pendingDue(...args));
+    return { m, plane: { ...m.plane, ledger }, planned, reads };
+  }
+
+  it('hands out slots to them without reading due rows from storage, and lets go of the rows it slotted', async () => {
+    const { m, plane, planned, reads } = await pooled();
+    const { here, runHere } = collect();
+    const outcome = await runPacer(plane, { runHere, lookAheadMs: 800, planned });
+    expect(reads).toEqual([]);
+    // 50 ms lead, then every 250 ms up to 800 ms ahead: 4 slots, in the same series as a pass that reads storage.
+    expect(outcome.scheduled).toBe(4);
+    expect(here.map((e) => Date.parse(e.slot) - m.clock.now().getTime())).toEqual([50, 300, 550, 800]);
+    // 33 rows planned (the 3 tolerating ones due 3 s later), 4 slotted.
+    expect(planned.size).toBe(33 - 4);
+    for (const e of here) expect(planned.has(`m1|${e.bindingKey}`)).toBe(false);
+    const scheduled = (await m.ledger.listEvictions('m1')).filter((row) => row.record.state === 'scheduled');
+    expect(scheduled.map((row) => row.record.bindingKey).sort()).toEqual(here.map((e) => e.bindingKey).sort());
+    // The due groups stay: a pass that reads storage finds the rest of the rows.
+    m.clock.advance(1000);
+    await runPacer(m.plane, { runHere, lookAheadMs: 800 });
+    expect(new Set(here.map((e) => e.bindingKey)).size).toBe(here.length);
+    expect(here.length).toBeGreaterThan(4);
+  });
+
+  it('leaves a row changed since it was planned where it is: its ETag fails, no eviction goes for it', async () => {
+    const { m, plane, planned } = await pooled();
+    const [first] = planned.values();
+    // Another pass (another host) scheduled it first.
+    const moved = await m.ledger.updateEviction({ ...first.record, state: 'scheduled', scheduledFor: m.clock.now().toISOString() }, first.etag);
+    expect(moved).not.toBe(false);
+    const { here, runHere } = collect();
+    await runPacer(plane, { runHere, lookAheadMs: 800, planned });
+    expect(here.map((e) => e.bindingKey)).not.toContain(first.record.bindingKey);
+    expect(here).toHaveLength(3);
+    expect(planned.has(`m1|${first.record.bindingKey}`)).toBe(false);
+  });
+
+  it('reads storage as before once the pool is empty', async () => {
+    const { plane, reads } = await pooled();
+    const { runHere } = collect();
+    await runPacer(plane, { runHere, lookAheadMs: 800, planned: new Map() });
+    expect(reads).toContain('listDue');
   });
 });

@@ -77,18 +77,22 @@ async function addDueEntries(plane: ControlPlane, applied: ReadonlyArray<RowWrit
 
 /**
  * New decisions' rows (`plan` changes): created, or replacing a finished row at its ETag. Creates their due
- * entries. A row already there (another pass planned it first) makes the call reject, as the ledger does.
+ * entries. Returns the rows written with their ETags (a row another pass planned first is left out).
  */
 export async function planRows(
   plane: ControlPlane,
   rows: ReadonlyArray<{ change: RowChange; replaceEtag?: string }>,
   options: { background?: boolean } = {},
-): Promise<void> {
-  if (rows.length === 0) return;
-  await plane.ledger.recordEvictions(
+): Promise<VersionedEviction[]> {
+  if (rows.length === 0) return [];
+  const etags = await plane.ledger.recordEvictions(
     rows.map(({ change, replaceEtag }) => ({ record: change.record, ...(replaceEtag ? { replaceEtag } : {}) })),
     options,
   );
+  return rows.flatMap(({ change }, i) => {
+    const etag = etags[i];
+    return etag === undefined ? [] : [{ record: change.record, etag }];
+  });
 }
 
 /**

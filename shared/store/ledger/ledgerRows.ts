@@ -56,14 +56,18 @@ export class TableLedgerRows {
    * Records new decisions: rows that do not exist are created, rows given with an ETag (an ended row from
    * an earlier failure) are replaced; pending ones get a due entry. Batched per partition.
    */
-  async recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, options: { background?: boolean } = {}): Promise<void> {
+  async recordEvictions(
+    rows: Array<{ record: EvictionRecord; replaceEtag?: string }>,
+    options: { background?: boolean } = {},
+  ): Promise<Array<string | undefined>> {
     const actions: TransactionAction[] = rows.map(({ record, replaceEtag }) =>
       replaceEtag ? ['update', evictionEntity(record), 'Replace', { etag: replaceEtag }] : ['create', evictionEntity(record)],
     );
     // The rows before their due groups: a pacer that lists a group written after its rows finds them when it
     // reads the group, and one that read the group before keeps it (its delete is conditional on the version).
-    await submitOrOneByOne(this.client, actions, undefined, options.background ? this.background : undefined);
+    const etags = await submitOrOneByOne(this.client, actions, undefined, options.background ? this.background : undefined);
     await this.addDue(rows.filter((r) => r.record.state === 'pending').map((r) => r.record));
+    return etags;
   }
 
   /** Moves rows (one cluster) to a new state with their ETags, in batches; returns the new ETags. */

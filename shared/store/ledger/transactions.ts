@@ -104,21 +104,29 @@ export async function submitOne(client: TableClient, action: TransactionAction):
  * Writes every action that does not conflict: a transaction refused with 409 or 412 is tried again action by
  * action (several at once), skipping the ones that conflict; the other transactions stand as written. (A
  * planner racing another one on the same cluster meets its rows in every transaction, so this is bounded by
- * the refused transactions, not by all the actions.)
+ * the refused transactions, not by all the actions.) The ETag of each action written, in input order;
+ * undefined for one skipped (and for a delete).
  */
-export async function submitOrOneByOne(client: TableClient, actions: TransactionAction[], concurrency = 8, limiter?: Limiter): Promise<void> {
+export async function submitOrOneByOne(
+  client: TableClient,
+  actions: TransactionAction[],
+  concurrency = 8,
+  limiter?: Limiter,
+): Promise<Array<string | undefined>> {
   const results = await submitUnlessConflict(client, actions, concurrency, limiter);
+  const etags = results.map((result) => (result === false || result === '' ? undefined : result));
   // A refused transaction of one action was that action's own answer.
   const refused = transactionChunks((i) => partitionOfAction(actions[i]), actions.length)
     .filter((chunk) => chunk.length > 1 && results[chunk[0]] === false)
-    .flatMap((chunk) => chunk.map((i) => actions[i]));
-  await mapConcurrent(refused, concurrency, async (action) => {
+    .flat();
+  await mapConcurrent(refused, concurrency, async (i) => {
     try {
-      await submitOne(client, action);
+      etags[i] = await submitOne(client, actions[i]);
     } catch (error) {
       if (!isConflict(error)) throw error;
     }
   });
+  return etags;
 }
 
 const isConflict = (error: unknown) => {

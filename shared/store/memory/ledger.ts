@@ -245,7 +245,7 @@ export class MemoryLedger implements EvictionLedger, WriteJournal {
     });
   }
 
-  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, _options: { background?: boolean } = {}): Promise<void> {
+  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, _options: { background?: boolean } = {}): Promise<Array<string | undefined>> {
     return this.call('recordEvictions', [rows], () => {
       const actions: MemoryAction[] = rows.map(({ record, replaceEtag }) =>
         replaceEtag ? { type: 'update', entity: evictionEntity(record), etag: replaceEtag } : { type: 'create', entity: evictionEntity(record) },
@@ -253,29 +253,32 @@ export class MemoryLedger implements EvictionLedger, WriteJournal {
       // The Table adapter writes the due groups alongside the rows (not after them), so they land even
       // when writing the rows fails.
       let failure: Error | undefined;
+      let etags: Array<string | undefined> = [];
       try {
-        this.submitOrOneByOne(actions);
+        etags = this.submitOrOneByOne(actions);
       } catch (error) {
         failure = error instanceof Error ? error : new Error(String(error));
       }
       this.writeDue(rows.filter((r) => r.record.state === 'pending').map((r) => r.record));
       if (failure !== undefined) throw failure;
+      return etags;
     });
   }
 
   /** As the Table adapter: a transaction refused on a conflict is tried row by row (unless it was one row), the others stand. */
-  private submitOrOneByOne(actions: MemoryAction[]): void {
+  private submitOrOneByOne(actions: MemoryAction[]): Array<string | undefined> {
     let failure: Error | undefined;
+    const etags = new Array<string | undefined>(actions.length);
     for (const chunk of transactionChunks((i) => (actions[i] as { entity: { partitionKey: string } }).entity.partitionKey, actions.length)) {
       try {
-        this.table.transaction(chunk.map((i) => actions[i]));
+        this.table.transaction(chunk.map((i) => actions[i])).forEach((etag, k) => (etags[chunk[k]] = etag));
       } catch (error) {
         // Any other failure answers the call once every transaction has been tried, as the adapter's does.
         if (!isConflict(error)) failure ??= error instanceof Error ? error : new Error(String(error));
         if (!isConflict(error) || chunk.length === 1) continue;
         for (const i of chunk) {
           try {
-            this.table.transaction([actions[i]]);
+            etags[i] = this.table.transaction([actions[i]])[0];
           } catch (single) {
             if (!isConflict(single)) throw single;
           }
@@ -283,6 +286,7 @@ export class MemoryLedger implements EvictionLedger, WriteJournal {
       }
     }
     if (failure !== undefined) throw failure;
+    return etags;
   }
 
   updateEvictions(updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>> {
