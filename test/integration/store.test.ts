@@ -478,6 +478,46 @@ describe('TableLedger storage layout', () => {
   });
 });
 
+describe("the ledger's listings of a cluster's rows", () => {
+  it("go one at a time per process, so the requests behind them wait for one scan, not for every planner's", async () => {
+    let inFlight = 0;
+    let most = 0;
+    const gauge: NonNullable<TableServiceClientOptions['additionalPolicies']>[number]['policy'] = {
+      name: 'gauge',
+      sendRequest: async (request, next) => {
+        const listing = request.method === 'GET' && request.url.includes('RowKey');
+        if (listing) most = Math.max(most, ++inFlight);
+        try {
+          return await next(request);
+        } finally {
+          if (listing) inFlight--;
+        }
+      },
+    };
+    const client = TableClient.fromConnectionString(env.azurite.connectionString, 'ledgerlistings', {
+      allowInsecureConnection: true,
+      additionalPolicies: [{ policy: gauge, position: 'perCall' }],
+    });
+    await env.storage.tableService().createTable('ledgerlistings');
+    const ledger = new TableLedger(client);
+    const clusters = ['c1', 'c2', 'c3', 'c4'];
+    const placement = (cluster: string, name: string): PlacementFacts => ({
+      cluster,
+      kind: 'ResourceBinding',
+      namespace: 'ns',
+      name,
+      resourceKind: 'apps/v1/Deployment',
+      replicas: 1,
+      tolerations: [],
+      rev: 1,
+    });
+    await ledger.upsertPlacements(clusters.flatMap((c) => Array.from({ length: 5 }, (_, i) => placement(c, `app${i}`))));
+    const listed = await Promise.all(clusters.map((c) => ledger.listClusterRows(c)));
+    expect(listed.map((rows) => rows.placements.length)).toEqual([5, 5, 5, 5]);
+    expect(most).toBe(1);
+  });
+});
+
 describe('ledger transactions of one action', () => {
   it('are sent as the action alone, with the effect, ETags and errors of a transaction of one', async () => {
     await env.storage.tableService().createTable('singleactions');

@@ -1,4 +1,5 @@
 import type { TableClient } from '@azure/data-tables';
+import { Limiter } from '../../concurrency';
 import type { PlacementFacts } from '../../failover/bindingModel';
 import type { VersionedEviction } from '../ports';
 import { evictionFromEntity, placementEntity, placementFromEntity } from './entities';
@@ -9,8 +10,19 @@ import { queryAll, statusOf, submit, submitUnlessConflict } from './transactions
 /** Partitions written at once by `createPlacements`: a bulk apply across the fleet is mostly single rows of many partitions. */
 const CREATE_CONCURRENCY = 32;
 
+/**
+ * Listings of a cluster's rows in flight at once per process. Clusters failing together are planned side by
+ * side, and each planner begins with such a listing; sent all at once they queue at the storage service
+ * (Azurite answers them one after another, scanning the table for each), and every request behind them (the
+ * first rows, the pacer's passes, the first evictions) waits for all of them. A few at a time, those requests
+ * go between them.
+ */
+const CLUSTER_LISTINGS_AT_ONCE = 1;
+
 /** The placement index: one `b:<binding>` row per (cluster, binding) placed, in the binding's cluster shard. */
 export class TablePlacementIndex {
+  private readonly clusterListings = new Limiter(CLUSTER_LISTINGS_AT_ONCE);
+
   constructor(private readonly client: TableClient) {}
 
   /** Upserts placement rows, batched per cluster partition (a bulk import costs one request per 100). */
@@ -81,7 +93,7 @@ export class TablePlacementIndex {
 
   /** A cluster's placement rows and ledger rows in one range query (the taint manager reads both). */
   async listClusterRows(cluster: string): Promise<{ placements: PlacementFacts[]; evictions: VersionedEviction[] }> {
-    const rows = await queryAll<Record<string, unknown>>(this.client, `${clusterRange(cluster)} and ${rowRange(CLUSTER_ROWS)}`);
+    const rows = await this.clusterListings.run(() => queryAll<Record<string, unknown>>(this.client, `${clusterRange(cluster)} and ${rowRange(CLUSTER_ROWS)}`));
     const placements: PlacementFacts[] = [];
     const evictions: VersionedEviction[] = [];
     for (const row of rows) {
