@@ -92,11 +92,11 @@ export interface PacerOptions {
   rowsJustStored?: boolean;
   /**
    * With `runHere`: rows this process has just planned, held with the ETags their write returned (the
-   * planning loop's pool, by evictionRowId). While it holds any, the pass hands out slots to these rows
-   * instead of reading the due rows from storage, which is busiest then: storing the rest of the plans.
-   * The pass removes the rows it acted on (slotted, or set to wait for a budget); the others stay pending
-   * where they are, found by any later pass that reads storage. A row changed since it was planned fails
-   * its ETag and keeps its place in line (its slot goes unused).
+   * planning loop's pool, by evictionRowId). While it holds rows due by the pass's horizon, the pass hands
+   * out slots to these rows instead of reading the due rows from storage, which is busiest then: storing the
+   * rest of the plans. Any pass given the pool removes the rows it acted on (slotted, or set to wait for a
+   * budget); the others stay pending where they are, found by any later pass that reads storage. A row
+   * changed since it was planned fails its ETag and keeps its place in line (its slot goes unused).
    */
   planned?: Map<string, VersionedEviction>;
 }
@@ -198,7 +198,8 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   const leads =
     shortPass || (options.runHere && options.allHere) ? RUN_HERE_LEADS : options.runHere ? directStartLeads(SLOT_LEADS, RUN_HERE_LEAD_MS) : SLOT_LEADS;
   const yieldsToPassHere = () => !options.runHere && passHereAnnounced(plane);
-  const planned = options.runHere && options.planned && options.planned.size > 0 ? options.planned : undefined;
+  // With the Failover gate off only a drain's rows go, and the pool holds none: such a pass reads storage.
+  const planned = options.runHere && options.planned && options.planned.size > 0 && plane.config.failoverEnabled ? options.planned : undefined;
   const now = plane.clock.now();
   const nowMs = now.getTime();
   // A pass right after planning has rows to hand out: the due listing (to the furthest horizon a pass may
@@ -207,13 +208,17 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   const early =
     options.runHere && options.rowsJustStored !== false
       ? {
-          listed: planned ? Promise.resolve([]) : plane.ledger.listDue(new Date(nowMs + MAX_LOOK_AHEAD_MS).toISOString(), DUE_GROUPS_PER_PASS),
+          // Not when the pool is likely to serve the pass (then, if it does not, the listing is read after all).
+          listed:
+            planned && hasDueRows(planned, nowMs + MAX_LOOK_AHEAD_MS)
+              ? undefined
+              : plane.ledger.listDue(new Date(nowMs + MAX_LOOK_AHEAD_MS).toISOString(), DUE_GROUPS_PER_PASS),
           fresh: currentFleetHealth(plane, 0),
           budgets: BudgetGate.open(plane, now),
         }
       : undefined;
   // Not needed when the pass is held or finds nothing: never left rejected and unhandled.
-  for (const read of early ? [early.listed, early.fresh, early.budgets] : []) void read.catch(() => undefined);
+  for (const read of early ? [early.listed, early.fresh, early.budgets] : []) void read?.catch(() => undefined);
   const [{ state, etag }, recent] = await Promise.all([plane.ledger.getPacerState(), currentFleetHealth(plane)]);
   const nextSlotAt = Date.parse(state.nextSlotAt);
   // The row's updatedAt is the last tick that handed out slots (or changed the tier).
@@ -229,12 +234,14 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   // due when; one range query per (due time, cluster) then reads those rows across the cluster's shards.
   const fresh = held ? undefined : early?.fresh;
   const budgetsRead = held ? undefined : early?.budgets;
-  const inMemory = planned && !held ? memoryBuckets(planned, horizon) : undefined;
+  // The pool serves the pass when it holds rows due by the horizon; rows due later are read from storage when due.
+  const pooled = planned && !held ? memoryBuckets(planned, horizon) : undefined;
+  const inMemory = pooled && pooled.size > 0 ? pooled : undefined;
   const listed = held
     ? []
     : inMemory
       ? [...inMemory.keys()]
-      : early
+      : early?.listed
         ? (await early.listed).filter((group) => group.parkedFor !== undefined || Date.parse(group.dueAt) <= horizon)
         : await plane.ledger.listDue(new Date(horizon).toISOString(), DUE_GROUPS_PER_PASS);
   const groups = gateOff ? listed.filter((group) => draining.has(group.cluster)) : listed;
@@ -379,9 +386,9 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
     }
     ready.push(...interleave(lanes.map((lane) => lane.taken)));
   }
-  // The pool's rows set to wait for a budget have left its pending rows.
-  if (planned)
-    for (const cursor of cursors) for (const key of cursor.parked) planned.delete(evictionRowId({ cluster: cursor.bucket[0].cluster, bindingKey: key }));
+  // The pool's rows set to wait for a budget have left its pending rows (whether this pass read them from the
+  // pool or from storage: a planner may have handed them over while it read).
+  for (const cursor of cursors) for (const key of cursor.parked) options.planned?.delete(evictionRowId({ cluster: cursor.bucket[0].cluster, bindingKey: key }));
   // The groups the ledger has read past hold nothing more due: those before the first row read and not
   // handled; all of them when the read came back short; those before the last row when it came back full.
   const exhausted: DueGroup[] = [];
@@ -417,8 +424,8 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
     .slice(0, slots.length)
     .map((r, i) => ({ ...r, slot: slots[i] }))
     .filter((r) => !refused.has(evictionRowId(r.record)));
-  // The pool's rows about to be marked scheduled leave it.
-  for (const r of claimed) planned?.delete(evictionRowId(r.record));
+  // The pool's rows about to be marked scheduled leave it (however this pass found them).
+  for (const r of claimed) options.planned?.delete(evictionRowId(r.record));
 
   // The slots are ours: mark the rows scheduled (ETag-checked, batched per cluster, the clusters side by
   // side: their partitions are distinct), then send.
@@ -519,6 +526,10 @@ interface BucketCursor {
 }
 
 const newCursor = (bucket: DueGroup[]): BucketCursor => ({ bucket, seen: new Set(), stillPending: 0, asked: 0, rows: [], full: false, parked: new Set() });
+
+/** Whether the pool holds a row due by `horizon` (epoch ms). */
+const hasDueRows = (planned: Map<string, VersionedEviction>, horizon: number): boolean =>
+  [...planned.values()].some((row) => row.record.state === 'pending' && Date.parse(row.record.dueAt) <= horizon);
 
 /**
  * The pool's rows due by `horizon` as buckets of the pass (one per cluster, due time and priority, rows in

@@ -1,7 +1,7 @@
 import type { TableClient, TransactionAction } from '@azure/data-tables';
 import { mapConcurrent } from '../concurrency';
 import { BATCH } from './ledger/keys';
-import { partitionOfAction, submitOne } from './ledger/transactions';
+import { partitionOfAction, statusOf, submitOne } from './ledger/transactions';
 
 /** A transaction's body may hold 4 MiB: writes are packed into transactions well below that. */
 export const TRANSACTION_BYTES = 3 * 1024 * 1024;
@@ -33,15 +33,17 @@ function entityBytes(action: TransactionAction): number {
 
 /**
  * Single-entity writes to one table, each answered on its own, that go together when they meet: a partition
- * has one request of this process in flight at a time, and the writes that arrive meanwhile are sent next as
- * one transaction (at most 100 entities, 3 MiB). A write that meets none is sent alone at once, as before.
- * A burst of a thousand clusters registering, or of their events, then costs a request per round instead of
- * one each; the storage service serves a partition's writes one after another either way.
+ * has one round of this process's writes in flight at a time (one request, or several transactions when
+ * more than one transaction's worth waits), and the writes that arrive meanwhile are sent next as one
+ * transaction (at most 100 entities, 3 MiB). A write that meets none is sent alone at once. A burst of a
+ * thousand clusters registering, or of their events, then costs a request per round instead of one each;
+ * the storage service serves a partition's writes one after another either way.
  *
- * Each write keeps its own outcome: a transaction is all or nothing, so when one is refused (a created row
- * that exists, a replaced one that changed, or any other failure) nothing of it was written, and each of its
- * writes is sent again alone, answering its caller with its own ETag or error. Two writes of one row never
- * share a transaction (the service refuses that); the later one goes in the next.
+ * Each write keeps its own outcome: a transaction is all or nothing, so when one is refused for one of its
+ * writes, none of them was written, and each is sent again alone, answering its caller with its own ETag or
+ * error. (A transaction the retry policy repeated after a lost answer had landed: its writes then meet
+ * themselves, as a single write repeated after a lost answer does.) Two writes of one row never share a
+ * transaction (the service refuses that); the later one goes in a later round.
  */
 export class PartitionWrites {
   private readonly lines = new Map<string, PartitionLine>();
@@ -77,9 +79,14 @@ export class PartitionWrites {
     try {
       const response = await this.client.submitTransaction(round.map((w) => w.action));
       round.forEach((w, k) => w.resolve(response.subResponses[k]?.etag));
-    } catch {
-      // Nothing of the transaction was written: each write gets its own answer.
-      await mapConcurrent(round, ALONE_AT_ONCE, (w) => this.alone(w));
+    } catch (error) {
+      // Refused for one of its writes (a created row that exists, a replaced one that changed, one the service
+      // will not take): each write gets its own answer, sent alone. The service failing or not answering (after
+      // the retry policy's tries) is every write's answer: sending them one by one would only multiply the load.
+      const status = statusOf(error);
+      if (status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429)
+        await mapConcurrent(round, ALONE_AT_ONCE, (w) => this.alone(w));
+      else for (const w of round) w.reject(error);
     }
   }
 

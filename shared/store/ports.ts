@@ -211,12 +211,12 @@ export interface EvictionLedger {
   /** Ledger rows across clusters, filtered by cluster and/or states. */
   scanEvictions(filter: { cluster?: string; state?: EvictionState; states?: readonly EvictionState[] }): Promise<VersionedEviction[]>;
   getEviction(cluster: string, bindingKey: string): Promise<VersionedEviction | undefined>;
-  /** New decisions: absent rows are created, rows given with `replaceEtag` replaced; pending rows get a due entry. */
   /**
-   * `background`: rows that are not needed at once (the rest of a large plan, after its first rows): their
-   * transactions go a few at a time per process, so storage serves the pacer's requests between them.
+   * New decisions: absent rows are created, rows given with `replaceEtag` replaced; pending rows get a due
+   * entry. Returns each row's ETag as written, in input order; undefined for a row skipped (it was there, or
+   * changed). `background`: rows that are not needed at once (the rest of a large plan, after its first
+   * rows): their transactions go a few at a time per process, so storage serves the pacer's requests between them.
    */
-  /** Returns each row's ETag as written, in input order; undefined for a row skipped (it was there, or changed). */
   recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, options?: { background?: boolean }): Promise<Array<string | undefined>>;
   /** Moves rows to a new state with their ETags, batched; rejects when one of them changed. Returns the new ETags. */
   updateEvictions(updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>>;

@@ -277,3 +277,20 @@ describe('applying a run of Clusters', () => {
     expect((await m.plane.clusters.get('r0'))?.value.taints.map((t) => t.key)).toEqual(['test/failed']);
   });
 });
+
+describe("a process's next note", () => {
+  it('writes on the copy its last note wrote, with no read; a summary changed since is read and the note applied to it', async () => {
+    const m = memoryPlane();
+    await apply(m, [cluster('a'), cluster('b')]);
+    await noteFleetChange(m.plane, 'a', { faulty: true, unhealthy: true });
+    const reads = vi.spyOn(m.plane.fleetSummary, 'get');
+    await noteFleetChange(m.plane, 'b', { faulty: true, unhealthy: true });
+    expect(reads).not.toHaveBeenCalled();
+    expect((await summary(m))?.faulty).toEqual(['a', 'b']);
+    // Another process wrote the summary since: the copy's write fails its ETag, and the note lands on what is stored.
+    const stored = (await m.plane.fleetSummary.get('fleet'))!;
+    await m.plane.fleetSummary.replace('fleet', { ...stored.value, faulty: ['a', 'b', 'x'] }, stored.etag);
+    await noteFleetChange(m.plane, 'a', { faulty: false, unhealthy: false });
+    expect((await summary(m))?.faulty).toEqual(['b', 'x']);
+  });
+});

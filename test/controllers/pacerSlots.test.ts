@@ -287,3 +287,37 @@ describe('a short pass given the rows just planned here (the planning loop pool)
     expect(reads).toContain('listDue');
   });
 });
+
+describe('a short pass and a pool that cannot serve it', () => {
+  it('reads storage when the pool holds only rows due later, and slots the rows due now', async () => {
+    const m = await failedCluster();
+    const rows = (await m.ledger.listEvictions('m1')).filter((row) => row.record.state === 'pending');
+    // Only the three tolerating rows (due 3 s from now) are held: nothing in the pool is due within the pass.
+    const later = rows.filter((row) => Date.parse(row.record.dueAt) > m.clock.now().getTime());
+    expect(later).toHaveLength(3);
+    const planned = new Map(later.map((row) => [`m1|${row.record.bindingKey}`, row]));
+    const { here, runHere } = collect();
+    const outcome = await runPacer(m.plane, { runHere, lookAheadMs: 800, planned });
+    expect(outcome.scheduled).toBe(4);
+    expect(here.every((e) => !planned.has(`m1|${e.bindingKey}`))).toBe(true);
+    expect(planned.size).toBe(3);
+  });
+
+  it('lets go of rows a planner handed over while the pass read them from storage', async () => {
+    const m = await failedCluster();
+    const rows = (await m.ledger.listEvictions('m1')).filter((row) => row.record.state === 'pending');
+    const planned = new Map<string, (typeof rows)[number]>();
+    const { here, runHere } = collect();
+    // The pass begins with an empty pool (it reads storage); the planner hands its rows over meanwhile.
+    const pass = runPacer(m.plane, { runHere, lookAheadMs: 800, planned });
+    for (const row of rows) planned.set(`m1|${row.record.bindingKey}`, row);
+    expect((await pass).scheduled).toBe(4);
+    // The rows it slotted leave the pool (their ETags changed): the next pass does not spend its slots on them.
+    for (const e of here) expect(planned.has(`m1|${e.bindingKey}`)).toBe(false);
+    m.clock.advance(800);
+    // Its three slots (the series continues at 1.05 s, up to 800 ms ahead) all go to rows still pending.
+    expect((await runPacer(m.plane, { runHere, lookAheadMs: 800, planned })).scheduled).toBe(3);
+    expect(new Set(here.map((e) => e.bindingKey)).size).toBe(7);
+    expect(here).toHaveLength(7);
+  });
+});

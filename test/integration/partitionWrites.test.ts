@@ -1,4 +1,5 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
+import { TableClient, type TableServiceClientOptions } from '@azure/data-tables';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config';
 import { reportClusterStatus } from '../../shared/controllers/clusters';
@@ -97,6 +98,34 @@ describe('PartitionWrites on Azurite', () => {
     // Two transactions at once for the 151 rows, then the second write of `twice` alone.
     expect(run.transactions).toBe(2);
     expect(run.single).toBe(1);
+  });
+
+  it('answers every write of a transaction the service failed with that failure, without sending them again one by one', async () => {
+    const name = `writes${table++}`;
+    await env.storage.tableService().createTable(name);
+    let singles = 0;
+    const failing: NonNullable<TableServiceClientOptions['additionalPolicies']>[number]['policy'] = {
+      name: 'failBatches',
+      sendRequest: async (request, next) => {
+        if (!request.url.includes('$batch')) {
+          if (request.method !== 'GET') singles++;
+          return next(request);
+        }
+        // The request's own headers object stands in for the answer's (the app does not depend on core-rest-pipeline).
+        return { request, status: 503, headers: request.headers, bodyAsText: '{"odata.error":{"code":"ServerBusy","message":{"value":"busy"}}}' };
+      },
+    };
+    const client = TableClient.fromConnectionString(env.azurite.connectionString, name, {
+      allowInsecureConnection: true,
+      retryOptions: { maxRetries: 0 },
+      additionalPolicies: [{ policy: failing, position: 'perCall' }],
+    });
+    const writes = new PartitionWrites(client);
+    await writes.write(['create', entity('first', 0)]);
+    singles = 0;
+    const outcomes = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => writes.write(['create', entity(`r${i}`, i)])));
+    expect(outcomes.map((o) => o.status === 'rejected' && statusOf(o.reason))).toEqual([503, 503, 503, 503, 503]);
+    expect(singles).toBe(0);
   });
 
   it('keeps writes to different partitions apart, each partition one round', async () => {

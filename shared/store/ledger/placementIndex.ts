@@ -11,11 +11,12 @@ import { queryAll, statusOf, submit, submitUnlessConflict } from './transactions
 const CREATE_CONCURRENCY = 32;
 
 /**
- * Listings of a cluster's rows in flight at once per process. Clusters failing together are planned side by
- * side, and each planner begins with such a listing; sent all at once they queue at the storage service
- * (Azurite answers them one after another, scanning the table for each), and every request behind them (the
- * first rows, the pacer's passes, the first evictions) waits for all of them. A few at a time, those requests
- * go between them.
+ * Listings of a cluster's rows in flight at once per ledger (a process has one). Clusters failing together
+ * are planned side by side, and each planner begins with such a listing; sent all at once they queue at the
+ * storage service (Azurite answers them one after another, scanning the table for each), and every request
+ * behind them (the first rows, the pacer's passes, the first evictions) waits for all of them. One at a time,
+ * those requests go between them (two at a time left the clusters planned last waiting up to 3 s in a run at
+ * 1,000 clusters / 100,000 bindings, against 1.5 s).
  */
 const CLUSTER_LISTINGS_AT_ONCE = 1;
 
