@@ -11,6 +11,8 @@ export const SLOW_READ_MS = 500;
 export interface ClusterRead {
   cluster?: Versioned<ClusterRecord>;
   prompt: boolean;
+  /** When the read that came back was sent (performance.now()): what it says is as old as the time since. */
+  askedAt: number;
 }
 
 /**
@@ -22,12 +24,24 @@ export interface ClusterRead {
 export async function promptRead(plane: ControlPlane, name: string, alongside?: Promise<unknown>): Promise<ClusterRead> {
   let cluster: Versioned<ClusterRecord> | undefined;
   let prompt = false;
+  let askedAt = performance.now();
   for (let attempt = 0; attempt < 3 && !prompt; attempt++) {
-    const asked = performance.now();
+    askedAt = performance.now();
     [cluster] = await Promise.all([plane.clusters.get(name), attempt === 0 ? alongside : undefined]);
-    prompt = performance.now() - asked <= SLOW_READ_MS;
+    prompt = performance.now() - askedAt <= SLOW_READ_MS;
   }
-  return { cluster, prompt };
+  return { cluster, prompt, askedAt };
+}
+
+/**
+ * A cluster read the caller is about to act on: `read` itself while it was sent at most SLOW_READ_MS ago,
+ * otherwise read again (promptRead). A prompt answer still ages while the caller waits for its other reads
+ * (the switch, the binding): acting on it seconds later would act on the cluster as it was then.
+ */
+export async function freshClusterRead(plane: ControlPlane, name: string, read: Promise<ClusterRead>): Promise<ClusterRead> {
+  const answer = await read;
+  // One that was never prompt is answered as such (the caller puts the row back in line).
+  return !answer.prompt || performance.now() - answer.askedAt <= SLOW_READ_MS ? answer : promptRead(plane, name);
 }
 
 /**

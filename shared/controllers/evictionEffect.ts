@@ -10,7 +10,7 @@ import type { EventRecord, Versioned, VersionedEviction } from '../store/ports';
 import type { BindingRecord } from '../store/records';
 import { errorFields } from '../telemetry/log';
 import { ATTR, currentTraceCarrier, recordSpan } from '../telemetry/tracing';
-import { type ClusterRead, SLOW_READ_MS, type SwitchCheck } from './evictionChecks';
+import { type ClusterRead, freshClusterRead, SLOW_READ_MS, type SwitchCheck } from './evictionChecks';
 import { abandonRow, decisionOf, finishEviction, landedAt, markEviction, type WorkerOutcome } from './evictionCommit';
 import { failbackWindowOf, reconcileFailbackBinding } from './failback';
 import { oldCopyRemovedEvents, sweepRecord } from './gracefulEviction';
@@ -45,7 +45,7 @@ export async function settleEviction(
   // The source cluster's taint, read now from storage (no cache an abandon pass could race: docs/architecture.md, decision 8).
   // An answer that took long may describe the cluster as it was before a recovery written meanwhile: it is
   // read again until one comes back promptly (or three tries), so the window stays about one read wide.
-  const { cluster: source, prompt } = await sourceRead;
+  const { cluster: source, prompt } = await freshClusterRead(plane, record.cluster, sourceRead);
   // Never act on a taint read answered late: it may describe the cluster as it was before a recovery. So an
   // eviction is always decided on a read served at most SLOW_READ_MS before the worker acts.
   if (!prompt && mode === 'evict') {
