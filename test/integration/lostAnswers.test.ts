@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../shared/clock';
 import { loadConfig } from '../../shared/config';
@@ -11,6 +12,7 @@ import { decodeMessage } from '../../shared/queue/encoding';
 import { QUEUES } from '../../shared/queue/storageQueue';
 import { createControlPlane } from '../../shared/runtime';
 import { storageFromConnectionString } from '../../shared/store/connection';
+import { TableLedger } from '../../shared/store/ledgerTable';
 import { TableEventLog, TABLES } from '../../shared/store/tableStorage';
 import { silentLogger } from '../../shared/telemetry/log';
 import { startTestStorage, TestStorage } from '../helpers/azurite';
@@ -44,6 +46,17 @@ describe('a lost answer, retried', () => {
       { time: new Date().toISOString(), kind: 'Cluster', name: 'lost-answer', type: 'Normal', reason: 'Registered', message: 'registered' },
     ]);
     expect(await events.list({ kind: 'Cluster', name: 'lost-answer', limit: 10 })).toHaveLength(1);
+  });
+
+  it('opens a write intent whose create landed and whose answer was lost, instead of failing the apply with 409', async () => {
+    const ledger = new TableLedger(storage.table(TABLES.ledger));
+    await ledger.getPacerState(); // the once-per-process layout check is not the request cut below
+    const intent = { id: randomUUID(), openedAt: new Date().toISOString(), placements: [] };
+    proxy.cutResponses(1, { bytes: 0 });
+    const [etag] = await ledger.openIntents([intent]);
+    const open = await ledger.listIntents();
+    expect(open.find((o) => o.intent.id === intent.id)?.etag).toBe(etag);
+    expect(await ledger.closeIntents([{ id: intent.id, etag }])).toEqual([true]);
   });
 
   it("finishes an eviction whose binding write landed (the worker's read-back finds its own mark), instead of abandoning it", async () => {

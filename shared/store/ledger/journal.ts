@@ -3,7 +3,7 @@ import { mapConcurrent } from '../../concurrency';
 import type { PlacementFacts } from '../../failover/bindingModel';
 import type { LedgerEntity } from './entities';
 import { INTENT, JOURNAL } from './keys';
-import { queryAll, statusOf, submit } from './transactions';
+import { queryAll, statusOf, submitUnlessConflict } from './transactions';
 
 /**
  * The write journal. A write that spans tables cannot be one transaction: a binding and its placement rows
@@ -111,11 +111,18 @@ export class TableWriteJournal implements Pick<WriteJournal, 'openIntents' | 'up
   async openIntents(intents: WriteIntent[]): Promise<string[]> {
     const etags: string[] = [];
     for (let i = 0; i < intents.length; i += INTENTS_PER_TRANSACTION) {
-      const written = await submit(
+      const batch = intents.slice(i, i + INTENTS_PER_TRANSACTION);
+      const written = await submitUnlessConflict(
         this.client,
-        intents.slice(i, i + INTENTS_PER_TRANSACTION).map((intent) => ['create', intentEntity(intent)]),
+        batch.map((intent) => ['create', intentEntity(intent)]),
       );
-      etags.push(...written.map((etag) => etag ?? ''));
+      // An intent's id is new to this write: one found there already was written by this call, whose answer
+      // was lost and the request repeated by the retry policy. Its ETag is read.
+      etags.push(
+        ...(await Promise.all(
+          written.map(async (etag, k) => (etag === false ? String((await this.client.getEntity(JOURNAL, INTENT + batch[k].id)).etag) : etag)),
+        )),
+      );
     }
     return etags;
   }
