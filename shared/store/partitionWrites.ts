@@ -24,8 +24,8 @@ interface PartitionLine {
 
 const rowKeyOf = (action: TransactionAction): string => String((action[1] as { rowKey: string }).rowKey);
 
-/** What a write carries in its string properties, as the transaction's body measures it (about). */
-function entityBytes(action: TransactionAction): number {
+/** What a write carries in its string properties, as a transaction's body measures it (about): what packs transactions. */
+export function entityBytes(action: TransactionAction): number {
   let bytes = 0;
   for (const value of Object.values(action[1] as Record<string, unknown>)) if (typeof value === 'string') bytes += Buffer.byteLength(value);
   return bytes;

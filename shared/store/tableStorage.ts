@@ -4,7 +4,7 @@ import { bucketOf } from './buckets';
 import { eventPartition, eventRowKey, kindPartitions, legacyEventPartition, objectRows } from './eventKeys';
 import { BATCH } from './ledger/keys';
 import { moveEntities, partitionOfAction, submit } from './ledger/transactions';
-import { PartitionWrites, TRANSACTION_BYTES } from './partitionWrites';
+import { entityBytes, PartitionWrites, TRANSACTION_BYTES } from './partitionWrites';
 import {
   BatchDocumentStore,
   BulkDocumentStore,
@@ -354,11 +354,7 @@ function partitionTransactions(actions: TransactionAction[], indexes: number[]):
   let current: number[] = [];
   let bytes = 0;
   indexes.forEach((i) => {
-    const action = actions[i];
-    const entity = action[1] as Record<string, unknown>;
-    const size = Object.keys(entity)
-      .filter((name) => name.startsWith('doc'))
-      .reduce((n, name) => n + Buffer.byteLength(String(entity[name])), 0);
+    const size = entityBytes(actions[i]);
     if (current.length > 0 && (current.length >= BATCH || bytes + size > TRANSACTION_BYTES)) {
       out.push(current);
       current = [];
