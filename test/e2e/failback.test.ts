@@ -137,17 +137,24 @@ describe('failback end to end', () => {
       const events = (await api(host.url, 'GET', `events?kind=ResourceBinding&limit=1000`)).body.items as Array<FailedBack & { reason: string }>;
       const back = events.filter((e) => e.reason === 'FailedBack').slice(-BINDINGS);
       expect(back).toHaveLength(BINDINGS);
-      const rows = (await api(host.url, 'GET', `evictions?cluster=${ALT}&state=done`)).body.items as Array<{
-        binding: { name: string };
-        reason: string;
-        executedAt: string;
-        dueAt: string;
-      }>;
+      type Row = { binding: { name: string }; reason: string; executedAt: string; dueAt: string };
+      const rowOf = (rows: Row[], event: FailedBack & { reason: string }) =>
+        rows.find((r) => `default/${r.binding.name}` === event.name && r.reason === 'Failback' && r.dueAt === event.details.dueAt);
+      // The worker appends an eviction's events, then commits its row: the last rows may land a moment after
+      // the bindings are home.
+      const rows = await waitFor(
+        async () => {
+          const done = (await api(host.url, 'GET', `evictions?cluster=${ALT}&state=done`)).body.items as Row[];
+          return back.every((event) => rowOf(done, event)) ? done : undefined;
+        },
+        5_000,
+        100,
+      ).catch(async () => (await api(host.url, 'GET', `evictions?cluster=${ALT}&state=done`)).body.items as Row[]);
       for (const event of back) {
         expect(event.details).toMatchObject({ home: HOME, from: [ALT], windowSeconds: WINDOW });
         // Due exactly a window after the home's healthy run began.
         expect(Date.parse(event.details.dueAt)).toBe(Date.parse(event.details.healthySince) + WINDOW * 1000);
-        const row = rows.find((r) => `default/${r.binding.name}` === event.name && r.reason === 'Failback' && r.dueAt === event.details.dueAt)!;
+        const row = rowOf(rows, event)!;
         expect(row).toBeDefined();
         lateness.push(Date.parse(row.executedAt) - Date.parse(event.details.dueAt));
       }
