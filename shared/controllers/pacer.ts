@@ -197,7 +197,9 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   const shortPass = options.runHere !== undefined && options.lookAheadMs !== undefined;
   const leads =
     shortPass || (options.runHere && options.allHere) ? RUN_HERE_LEADS : options.runHere ? directStartLeads(SLOT_LEADS, RUN_HERE_LEAD_MS) : SLOT_LEADS;
-  const yieldsToPassHere = () => !options.runHere && passHereAnnounced(plane);
+  // Passes that send their slots by queue yield to a pass announced in this process, and to short passes
+  // running the series in any process (the pacer row's lease).
+  const yieldsToPassHere = (state: PacerState, atMs: number) => !options.runHere && (passHereAnnounced(plane) || shortPassesRunning(state, atMs));
   // With the Failover gate off only a drain's rows go, and the pool holds none: such a pass reads storage.
   const planned = options.runHere && options.planned && options.planned.size > 0 && plane.config.failoverEnabled ? options.planned : undefined;
   const now = plane.clock.now();
@@ -228,7 +230,7 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   // draining clusters' rows and leaves every other row where it is.
   const gateOff = !plane.config.failoverEnabled;
   const draining = new Set(state.draining);
-  const yielding = yieldsToPassHere();
+  const yielding = yieldsToPassHere(state, nowMs);
   const held = gateOff && draining.size === 0 ? 'gate' : state.paused ? 'paused' : nextSlotAt > horizon || yielding ? 'busy' : undefined;
   // Candidates in due order: due groups (one per cluster shard and due time) say which clusters have rows
   // due when; one range query per (due time, cluster) then reads those rows across the cluster's shards.
@@ -409,9 +411,14 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
     horizon + (handedOutAt - nowMs),
   );
   const lastCluster = slots.length > 0 ? ready[slots.length - 1].record.cluster : state.lastCluster;
-  const next: PacerState = { ...base, nextSlotAt: new Date(nextFreeSlot).toISOString(), ...(lastCluster !== undefined ? { lastCluster } : {}) };
+  const next: PacerState = {
+    ...base,
+    nextSlotAt: new Date(nextFreeSlot).toISOString(),
+    ...(lastCluster !== undefined ? { lastCluster } : {}),
+    ...(shortPass && slots.length > 0 ? { shortPassesUntil: new Date(handedOutAt + SHORT_PASSES_LEASE_MS).toISOString() } : {}),
+  };
   // Checked again right before the claim: a pass here may have been announced while this one read.
-  if (slots.length > 0 && yieldsToPassHere()) return { tier: health.tier, rate: health.rate, scheduled: 0, skipped: 'busy' };
+  if (slots.length > 0 && yieldsToPassHere(state, handedOutAt)) return { tier: health.tier, rate: health.rate, scheduled: 0, skipped: 'busy' };
   if (slots.length > 0 || healthChanged) {
     if (!(await plane.ledger.putPacerState(next, etag))) return { tier: health.tier, rate: health.rate, scheduled: 0, skipped: 'conflict' };
     await noteTier(plane, state, next);
@@ -526,6 +533,16 @@ interface BucketCursor {
 }
 
 const newCursor = (bucket: DueGroup[]): BucketCursor => ({ bucket, seen: new Set(), stillPending: 0, asked: 0, rows: [], full: false, parked: new Set() });
+
+/**
+ * How long a short pass's slots keep passes that send by queue from handing out slots (the pacer row's
+ * `shortPassesUntil`): the loop's next pass comes PLANNING_PASS_INTERVAL_MS later and hands out slots
+ * PLANNING_PASS_LOOK_AHEAD_MS ahead (paceAndRun.ts), so a lease of both spans a running loop's passes, and
+ * one whose process is gone lapses within a second.
+ */
+export const SHORT_PASSES_LEASE_MS = 1000;
+
+const shortPassesRunning = (state: PacerState, atMs: number): boolean => state.shortPassesUntil !== undefined && Date.parse(state.shortPassesUntil) > atMs;
 
 /** Whether the pool holds a row due by `horizon` (epoch ms). */
 const hasDueRows = (planned: Map<string, VersionedEviction>, horizon: number): boolean =>

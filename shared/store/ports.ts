@@ -175,6 +175,13 @@ export interface PacerState {
    */
   lastCluster?: string;
   /**
+   * Until when a process's short passes run the series themselves (the passes while failures are being
+   * planned there, which hand out slots a moment ahead and run them in process). Passes that send their slots
+   * by queue, on any host, hand out none until then: a queue message needs a poll's lead, so they would
+   * continue the series a second out and leave the slots in between unused.
+   */
+  shortPassesUntil?: string;
+  /**
    * Clusters cordoned by a drain: their `Drain` rows go even while the Failover gate is off (a person's
    * decision), so the pacer looks at them when it holds everything else.
    */

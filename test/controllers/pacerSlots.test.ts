@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { PlaneCaches } from '../../shared/cache';
 import { executeEviction } from '../../shared/controllers/evictionWorker';
-import { announcePassHere, runPacer } from '../../shared/controllers/pacer';
+import { announcePassHere, runPacer, SHORT_PASSES_LEASE_MS } from '../../shared/controllers/pacer';
 import type { EvictionMessage } from '../../shared/controllers/ports';
 import { manageCluster } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
@@ -222,8 +223,8 @@ describe('from short passes back to the timer', () => {
       m.clock.advance(200);
       await runPacer(m.plane, { runHere, lookAheadMs: 800 });
       if (withFullPass) await runPacer(m.plane, { runHere, allHere: true });
-      // The timer's tick a moment later: its slots go by queue, a poll's lead ahead.
-      m.clock.advance(100);
+      // The timer's tick once the short passes' lease has lapsed: its slots go by queue, a poll's lead ahead.
+      m.clock.advance(SHORT_PASSES_LEASE_MS);
       await runPacer(m.plane);
       const queued = m.evictions.takeAll().flatMap((message) => message.message.evictions);
       return [...here, ...queued].map((e) => Date.parse(e.slot)).sort((a, b) => a - b);
@@ -231,6 +232,38 @@ describe('from short passes back to the timer', () => {
     expect(gaps(await slotsOf(true)).every((gap) => gap === INTERVAL_MS)).toBe(true);
     // Without it the tick restarts the series a second out: slots in between go unused.
     expect(gaps(await slotsOf(false)).some((gap) => gap > INTERVAL_MS)).toBe(true);
+  });
+});
+
+describe('short passes on one host, the timer on another', () => {
+  it("the other host's ticks hand out nothing while the short passes run the series, then continue it without a gap", async () => {
+    const m = await failedCluster();
+    // Another host: the same storage and queues, its own process state (nothing announced there).
+    const other = { ...m.plane, caches: new PlaneCaches() };
+    const { here, runHere } = collect();
+    await runPacer(m.plane, { runHere, lookAheadMs: 800 });
+    m.clock.advance(200);
+    await runPacer(m.plane, { runHere, lookAheadMs: 800 });
+    // Its tick a moment later would continue the series a poll's lead (a second) out, past slots still free.
+    m.clock.advance(100);
+    const before = await m.plane.ledger.getPacerState();
+    expect(await runPacer(other)).toMatchObject({ scheduled: 0, skipped: 'busy' });
+    expect(m.evictions.messages()).toEqual([]);
+    expect((await m.plane.ledger.getPacerState()).etag).toBe(before.etag);
+    m.clock.advance(100);
+    await runPacer(m.plane, { runHere, lookAheadMs: 800 });
+    await runPacer(m.plane, { runHere, allHere: true });
+    // Once the lease has lapsed, the other host's ticks pace again, continuing the series.
+    m.clock.advance(SHORT_PASSES_LEASE_MS);
+    for (let tick = 0; tick < 8; tick++) {
+      expect((await runPacer(other)).skipped).toBeUndefined();
+      m.clock.advance(1000);
+    }
+    const queued = m.evictions.takeAll().flatMap((message) => message.message.evictions);
+    expect(queued.length).toBeGreaterThan(0);
+    const slots = [...here, ...queued].map((e) => Date.parse(e.slot)).sort((a, b) => a - b);
+    expect(slots).toHaveLength(33);
+    expect(gaps(slots).every((gap) => gap === INTERVAL_MS)).toBe(true);
   });
 });
 

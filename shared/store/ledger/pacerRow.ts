@@ -36,6 +36,7 @@ export function pacerFromEntity(e: Record<string, unknown>): PacerState {
     // Written as JSON text (a Table column holds no arrays); absent in rows written before drains existed.
     draining: typeof e.draining === 'string' && e.draining !== '' ? (JSON.parse(e.draining) as string[]) : [],
     ...(typeof e.lastCluster === 'string' && e.lastCluster !== '' ? { lastCluster: e.lastCluster } : {}),
+    ...(typeof e.shortPassesUntil === 'string' && e.shortPassesUntil !== '' ? { shortPassesUntil: e.shortPassesUntil } : {}),
   };
 }
 
