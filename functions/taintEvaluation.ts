@@ -1,6 +1,6 @@
 import { app, InvocationContext } from '@azure/functions';
 import { taintEvaluationMessage } from '../shared/controllers/ports';
-import { evaluateCluster, EVALUATION_LEAD_SECONDS, scheduleEvaluation } from '../shared/controllers/taintEvaluation';
+import { evaluateCluster, evaluateClusters, EVALUATION_LEAD_SECONDS, scheduleEvaluation } from '../shared/controllers/taintEvaluation';
 import { awaitDeadline } from '../shared/queue/deadline';
 import { handingOff } from '../shared/queue/handOff';
 import { parseQueueMessage } from '../shared/queue/parseMessage';
@@ -9,7 +9,8 @@ import { invocationPlane } from '../shared/runtime';
 import { tracedQueueHandler } from '../shared/telemetry/triggers';
 
 /**
- * Re-evaluates one cluster's taints: immediately after a policy change, or at a window's deadline. The
+ * Re-evaluates one cluster's taints: immediately after a policy change, or at a window's deadline (a message
+ * may name several clusters, to evaluate now). The
  * message becomes visible a little before the deadline; the rest is waited out here, so the taint lands
  * within a few milliseconds of it. Idempotent: evaluation is a function of stored state and time.
  */
@@ -17,6 +18,7 @@ export async function taintEvaluation(message: unknown, ctx: InvocationContext):
   const parsed = parseQueueMessage(taintEvaluationMessage, message, ctx, 'taint evaluation');
   if (!parsed) return;
   const plane = invocationPlane(ctx);
+  if ('clusters' in parsed) return evaluateClusters(plane, parsed.clusters);
   if (!(await awaitDeadline(plane.clock, parsed.dueAt, EVALUATION_LEAD_SECONDS, (due) => scheduleEvaluation(plane, parsed.cluster, due)))) return;
   await evaluateCluster(plane, parsed.cluster);
 }

@@ -20,6 +20,7 @@ import { paceAndRunFirst } from './paceAndRun';
 import { announcePassHere } from './pacer';
 import type { ControlPlane, IndexedPlacement, KarmadaConnection, KarmadaPorts, SyncCursor } from './ports';
 import { placementsOf } from './state/bindingWrites';
+import { requestEvaluations } from './state/evaluationRequests';
 import { fleetClusters, forgetFleet, forgetPropagationPolicies, forgetTaintPolicies, noteWatchedCluster, watchingClusters } from './state/reads';
 import { evaluateToPlan, fanOutEvaluations } from './taintEvaluation';
 import { planInline, type PlanOutcome } from './taintManager';
@@ -148,7 +149,14 @@ async function watchedVersion(plane: ControlPlane, object: KubeObject): Promise<
   return plane.clusters instanceof KarmadaClusterStore ? plane.clusters.watched(object) : undefined;
 }
 
-async function clusterChanged(plane: ControlPlane, object: KubeObject, deleted: boolean, run: SyncRun | undefined): Promise<void> {
+async function clusterChanged(
+  plane: ControlPlane,
+  object: KubeObject,
+  deleted: boolean,
+  run: SyncRun | undefined,
+  /** A relist's: the clusters to evaluate, sent together once every cluster is seen. */
+  toEvaluate?: string[],
+): Promise<void> {
   const name = object.metadata.name;
   const watched = deleted ? undefined : toRecord(object, undefined);
   noteWatchedCluster(plane, name, watched);
@@ -179,8 +187,9 @@ async function clusterChanged(plane: ControlPlane, object: KubeObject, deleted: 
   const now = conditionsKey(object);
   const before = conditions.get(name);
   conditions.set(name, now);
-  // A relist hands on every cluster: those go through the queue.
+  // A relist hands on every cluster: those go through the queue, many to a message.
   if (run && before !== now) await evaluateNow(plane, object, run);
+  else if (toEvaluate) toEvaluate.push(name);
   else await plane.evaluations.send({ cluster: name, reason: 'watch' });
 }
 
@@ -190,7 +199,9 @@ const clusters: SyncedKind = {
   handle: (plane, object, deleted, run) => clusterChanged(plane, object, deleted, run),
   async relisted(plane, objects) {
     forgetFleet(plane);
-    await mapConcurrent(objects, RELIST_CONCURRENCY, (object) => clusterChanged(plane, object, false, undefined));
+    const toEvaluate: string[] = [];
+    await mapConcurrent(objects, RELIST_CONCURRENCY, (object) => clusterChanged(plane, object, false, undefined, toEvaluate));
+    await requestEvaluations(plane, toEvaluate, 'watch');
   },
   // The fleet view follows the watch meanwhile: placement, the guard and the pacer list no Clusters.
   watching: (plane, untilMs) => watchingClusters(plane, untilMs),

@@ -71,12 +71,18 @@ export type { DocumentStore, EventLog, EvictionLedger, MessageQueue } from '../s
  * schema: the sender is typed by it and the handler (functions/) parses with it.
  */
 
-/** A request to re-evaluate one cluster's taints, now or at `dueAt`. */
-export const taintEvaluationMessage = z.object({
-  cluster: z.string().min(1).max(63),
-  reason: z.enum(['deadline', 'policy-changed', 'resync', 'watch']),
-  dueAt: z.iso.datetime({ offset: true }).optional(),
-});
+/** Clusters one taint-evaluation message names at most (a message stays far inside the queue's 64 KiB). */
+export const EVALUATIONS_PER_MESSAGE = 100;
+const evaluationReason = z.enum(['deadline', 'policy-changed', 'resync', 'watch']);
+const clusterName = z.string().min(1).max(63);
+/**
+ * A request to re-evaluate one cluster's taints, now or at `dueAt`; or several clusters' now (a relist or a
+ * policy change that affects many: one message per EVALUATIONS_PER_MESSAGE clusters instead of one each).
+ */
+export const taintEvaluationMessage = z.union([
+  z.object({ cluster: clusterName, reason: evaluationReason, dueAt: z.iso.datetime({ offset: true }).optional() }),
+  z.object({ clusters: z.array(clusterName).min(1).max(EVALUATIONS_PER_MESSAGE), reason: evaluationReason }),
+]);
 export type TaintEvaluationMessage = z.infer<typeof taintEvaluationMessage>;
 
 /** Plan or abandon the evictions of one cluster (its faulty taints changed, a binding landed there, or a resync). */

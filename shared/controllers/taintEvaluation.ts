@@ -1,9 +1,11 @@
+import { mapConcurrent } from '../concurrency';
 import { affectedByPolicyChange, type TaintChange } from '../failover/taintPolicy';
 import type { Versioned } from '../store/ports';
 import { clusterFacts, type ClusterRecord, type PolicyRecord, taintPolicy } from '../store/records';
 import { ATTR, inSpan } from '../telemetry/tracing';
 import type { ControlPlane } from './ports';
 import { type ClusterUpdateOptions, updateCluster } from './state/clusterWrites';
+import { requestEvaluations } from './state/evaluationRequests';
 import { recountHolds } from './state/policyGuard';
 import { beginFleetRecount, loadTaintPolicies } from './state/reads';
 
@@ -44,6 +46,24 @@ function evaluate(plane: ControlPlane, name: string, policies: PolicyRecord[] | 
   });
 }
 
+/** Clusters a message naming several evaluates at once. */
+const EVALUATIONS_AT_ONCE = 4;
+
+/**
+ * Re-evaluates the clusters one message names, a few at a time. Each is evaluated even when another fails;
+ * then the first failure is thrown, so the message is retried (evaluation is idempotent).
+ */
+export async function evaluateClusters(plane: ControlPlane, names: readonly string[]): Promise<void> {
+  let failure: Error | undefined;
+  await mapConcurrent(names, EVALUATIONS_AT_ONCE, (name) =>
+    evaluateCluster(plane, name).then(
+      () => undefined,
+      (error: unknown) => void (failure ??= error instanceof Error ? error : new Error(String(error))),
+    ),
+  );
+  if (failure !== undefined) throw failure;
+}
+
 /** The safety net behind the deadline messages: evaluates every cluster against the current policies. */
 export async function resyncAllClusters(plane: ControlPlane): Promise<{ clusters: number; changes: number }> {
   const policies = await loadTaintPolicies(plane);
@@ -76,6 +96,10 @@ export async function fanOutEvaluations(plane: ControlPlane, change?: { versions
   const clusters = await plane.clusters.list();
   const versions = change?.versions.map((version) => (version ? taintPolicy(version) : undefined)) ?? [];
   const affected = change ? clusters.filter(({ value }) => affectedByPolicyChange(clusterFacts(value), versions)) : clusters;
-  await Promise.all(affected.map((entry) => plane.evaluations.send({ cluster: entry.id, reason: 'policy-changed' })));
+  await requestEvaluations(
+    plane,
+    affected.map((entry) => entry.id),
+    'policy-changed',
+  );
   return affected.length;
 }

@@ -20,6 +20,7 @@ import type { Versioned } from '../store/ports';
 import type { PolicyRecord } from '../store/records';
 import type { ControlPlane } from './ports';
 import { appliedPolicy, ApplyAction } from './state/derivation';
+import { requestEvaluations } from './state/evaluationRequests';
 import { policyEvent } from './state/events';
 import { listPolicyStatusTargets, publishPolicyStatuses } from './state/karmadaPolicyStatuses';
 import { acknowledgedEvent, recordAcknowledgementExpired } from './state/policyGuard';
@@ -196,7 +197,7 @@ export async function acknowledgeTaintPolicy(plane: ControlPlane, name: string):
   });
   if (result.changed) {
     await plane.events.append([acknowledgedEvent(name, result.refused, now)]);
-    await Promise.all(result.refused.map((cluster) => plane.evaluations.send({ cluster, reason: 'policy-changed' })));
+    await requestEvaluations(plane, result.refused, 'policy-changed');
     plane.log.info('blast radius acknowledged', { policy: name, refused: result.refused });
   }
   const acknowledged = result.state.acknowledged !== undefined;

@@ -1,4 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { EVALUATIONS_PER_MESSAGE, taintEvaluationMessage } from '../../shared/controllers/ports';
+import { evaluationTargets } from '../../shared/controllers/state/evaluationRequests';
+import { evaluateClusters } from '../../shared/controllers/taintEvaluation';
 import { deleteTaintPolicy } from '../../shared/controllers/taintPolicies';
 import { cluster } from '../helpers/fleet';
 import { applyTo } from '../helpers/memoryLoop';
@@ -22,7 +25,7 @@ const policy = (name: string, targetCluster?: Record<string, unknown>) => ({
 });
 
 /** The clusters sent for evaluation since the last call, sorted. */
-const evaluated = (m: MemoryPlane) => [...new Set(m.evaluations.takeAll().map((sent) => sent.message.cluster))].sort();
+const evaluated = (m: MemoryPlane) => [...new Set(m.evaluations.takeAll().flatMap((sent) => evaluationTargets(sent.message)))].sort();
 
 async function fleet() {
   const m = memoryPlane();
@@ -73,5 +76,30 @@ describe('ClusterTaintPolicy changes re-evaluate the clusters they affect', () =
     evaluated(m);
     expect(await deleteTaintPolicy(m.plane, 'leaving')).toBe(true);
     expect(evaluated(m)).toEqual(['east-1', 'west-2']);
+  });
+});
+
+describe('evaluations requested for many clusters', () => {
+  it('go EVALUATIONS_PER_MESSAGE clusters to a message, and the handler evaluates every one it names', async () => {
+    const m = memoryPlane();
+    const names = Array.from({ length: 250 }, (_, i) => `c${i}`);
+    await applyTo(
+      m,
+      names.map((name) => cluster(name)),
+    );
+    m.evaluations.takeAll();
+    await applyTo(m, [policy('all')]);
+    const messages = m.evaluations.takeAll().map((sent) => sent.message);
+    expect(messages.map((message) => evaluationTargets(message).length)).toEqual([EVALUATIONS_PER_MESSAGE, EVALUATIONS_PER_MESSAGE, 50]);
+    expect(messages.every((message) => taintEvaluationMessage.safeParse(message).success)).toBe(true);
+    // Every cluster named is Ready=False from now on: an evaluation of each records the policy's window.
+    for (const name of names) {
+      const current = (await m.clusters.get(name))!;
+      await m.clusters.replace(name, { ...current.value, conditions: [{ ...current.value.conditions[0], status: 'False' }] }, current.etag);
+    }
+    for (const message of messages) await evaluateClusters(m.plane, evaluationTargets(message));
+    const scheduled = m.evaluations.takeAll().map((sent) => sent.message);
+    expect(new Set(scheduled.flatMap(evaluationTargets)).size).toBe(250);
+    expect(scheduled.every((message) => 'dueAt' in message && message.dueAt !== undefined)).toBe(true);
   });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { parseDocuments } from '../../shared/api/decode';
 import { getCluster, reportClusterStatus } from '../../shared/controllers/clusters';
 import { scheduleBinding } from '../../shared/controllers/scheduler';
+import { evaluationTargets } from '../../shared/controllers/state/evaluationRequests';
 import { currentFleetHealth } from '../../shared/controllers/state/reads';
 import { evaluateCluster } from '../../shared/controllers/taintEvaluation';
 import { manageCluster } from '../../shared/controllers/taintManager';
@@ -35,7 +36,7 @@ const apply = async (m: MemoryPlane, objects: unknown[]) => applyTo(m, objects);
 
 /** Runs the evaluations queued so far (policy changes, deadlines due by now), as the queue trigger does. */
 async function drain(m: MemoryPlane): Promise<void> {
-  for (const { message } of m.evaluations.takeVisible()) await evaluateCluster(m.plane, message.cluster);
+  for (const { message } of m.evaluations.takeVisible()) for (const cluster of evaluationTargets(message)) await evaluateCluster(m.plane, cluster);
 }
 
 const placedOn = async (m: MemoryPlane, name: string) => (await m.bindings.get(`rb:default:${name}`))!.value.spec.clusters?.map((c) => [c.name, c.replicas]);

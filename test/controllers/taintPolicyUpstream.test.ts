@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeApplyDocuments, parseDocuments } from '../../shared/api/decode';
 import { applyObjects } from '../../shared/controllers/apply';
 import { getCluster, reportClusterStatus } from '../../shared/controllers/clusters';
+import { evaluationTargets } from '../../shared/controllers/state/evaluationRequests';
 import { evaluateCluster } from '../../shared/controllers/taintEvaluation';
 import { deleteTaintPolicy, getTaintPolicy, listTaintPolicies } from '../../shared/controllers/taintPolicies';
 import { MemoryPlane, memoryPlane } from '../helpers/memoryPlane';
@@ -61,7 +62,7 @@ const report = (m: MemoryPlane, name: string, conditions: Record<string, 'True' 
 
 /** Runs the evaluations queued so far (policy changes, deadlines due by now), as the queue trigger does. */
 async function drain(m: MemoryPlane): Promise<void> {
-  for (const { message } of m.evaluations.takeVisible()) await evaluateCluster(m.plane, message.cluster);
+  for (const { message } of m.evaluations.takeVisible()) for (const cluster of evaluationTargets(message)) await evaluateCluster(m.plane, cluster);
 }
 
 const holders = async (m: MemoryPlane, name: string) => (await getCluster(m.plane, name))!.status.taintHolders;

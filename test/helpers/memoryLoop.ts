@@ -5,6 +5,7 @@ import { reportClusterStatus } from '../../shared/controllers/clusters';
 import { executeEviction, WorkerOutcome } from '../../shared/controllers/evictionWorker';
 import { runPacer } from '../../shared/controllers/pacer';
 import type { EvictionMessage, TaintEvaluationMessage } from '../../shared/controllers/ports';
+import { evaluationTargets } from '../../shared/controllers/state/evaluationRequests';
 import { evaluateCluster } from '../../shared/controllers/taintEvaluation';
 import { handleTaintManagerMessage } from '../../shared/controllers/taintManager';
 import { createdClusterReports } from './fleet';
@@ -54,9 +55,9 @@ export interface LoopState {
 export async function loopSecond(m: MemoryPlane, state: LoopState): Promise<Array<{ message: EvictionMessage; outcome: WorkerOutcome }>> {
   const now = m.clock.now().getTime();
   state.evaluations.push(...m.evaluations.takeVisible().map((s) => s.message));
-  const due = state.evaluations.filter((e) => !e.dueAt || Date.parse(e.dueAt) <= now);
+  const due = state.evaluations.filter((e) => !('dueAt' in e) || !e.dueAt || Date.parse(e.dueAt) <= now);
   state.evaluations = state.evaluations.filter((e) => !due.includes(e));
-  for (const evaluation of due) await evaluateCluster(m.plane, evaluation.cluster);
+  for (const evaluation of due) for (const cluster of evaluationTargets(evaluation)) await evaluateCluster(m.plane, cluster);
   for (const { message } of m.taintManager.takeVisible()) await handleTaintManagerMessage(m.plane, message);
   return second(m, state.evictions);
 }

@@ -10,6 +10,7 @@ import { ConcurrencyError, type EventRecord, type Versioned } from '../../store/
 import type { ClusterRecord } from '../../store/records';
 import type { ControlPlane } from '../ports';
 import { listClusterPlacements } from './bindingWrites';
+import { requestEvaluations } from './evaluationRequests';
 import type { EventReason } from './events';
 import { fleetCounts } from './reads';
 
@@ -160,7 +161,7 @@ export async function noteHold(plane: ControlPlane, policy: string, cluster: str
   });
   if (result.expired) await recordAcknowledgementExpired(plane, policy, total, maxShare, now);
   // A place came free: the clusters the guard refused may now be tainted (within the share).
-  await Promise.all(result.refused.map((refused) => plane.evaluations.send({ cluster: refused, reason: 'policy-changed' })));
+  await requestEvaluations(plane, result.refused, 'policy-changed');
 }
 
 export async function recordAcknowledgementExpired(plane: ControlPlane, policy: string, total: number, maxShare: number, now: Date): Promise<void> {
