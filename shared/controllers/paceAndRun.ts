@@ -5,7 +5,7 @@ import { evictionRowId } from '../failover/evictionRow';
 import type { VersionedEviction } from '../store/ports';
 import { errorFields } from '../telemetry/log';
 import { executeEvictionBatch } from './evictionWorker';
-import { announcePassHere, offerShortPass, paceAfterPlanning, paceUnlessOvertaken, passesHereAnnounced, passHereAnnounced } from './pacer';
+import { announcePassHere, firstRowsExpected, offerShortPass, paceAfterPlanning, paceUnlessOvertaken, passesHereAnnounced, passHereAnnounced } from './pacer';
 import type { ControlPlane, EvictionBatch } from './ports';
 import { refreshPolicyStatuses } from './taintPolicies';
 
@@ -69,6 +69,11 @@ function runnerHere(plane: ControlPlane, until: number | undefined, later: (work
 
 /** While failures are being planned here: how often a short pass runs, and how far ahead it hands out slots. */
 const PLANNING_PASS_INTERVAL_MS = 200;
+/**
+ * The loop's own passes skipped in a row at most while planners here have yet to hand over their first
+ * rows (a planner stuck on a slow read must not hold up rows due from elsewhere for long).
+ */
+const PASSES_SKIPPED_FOR_FIRST_ROWS = 5;
 const PLANNING_PASS_LOOK_AHEAD_MS = 800;
 
 /** Per process: the short passes that run while failures are being planned here (one loop, shared). */
@@ -129,9 +134,18 @@ async function planningLoop(plane: ControlPlane): Promise<void> {
     rowsStored = anyRowsStored = true;
     return passes.after(passes.ticket());
   });
+  let skipped = 0;
   try {
     while (passHereAnnounced(plane)) {
       await sleep(PLANNING_PASS_INTERVAL_MS);
+      // Holding no rows while planners here have yet to hand over theirs, a pass would read storage only to
+      // find rows a planner stored a moment before handing them over, and the pass their handover asks for
+      // would wait for it (seconds of storage time while the plans are being written).
+      if (planned.size === 0 && firstRowsExpected(plane) && skipped < PASSES_SKIPPED_FOR_FIRST_ROWS) {
+        skipped++;
+        continue;
+      }
+      skipped = 0;
       try {
         await passes.after(passes.ticket());
       } catch (error) {

@@ -167,6 +167,28 @@ export async function paceFirstRows(plane: ControlPlane, rows: readonly Versione
     .catch(() => undefined);
 }
 
+/** Per process: planners here that will hand their first rows to the planning loop and have not yet. */
+const firstRowsPending = new PlaneState<{ count: number }>('pacerFirstRowsPending');
+
+/**
+ * A planner here is about to read a cluster whose first rows it will hand to the planning loop (call the
+ * returned function once it has, or once it knows it has none). While any is pending and the loop holds
+ * no rows, the loop's own passes wait instead of reading storage (planningLoop in paceAndRun.ts).
+ */
+export function expectFirstRows(plane: ControlPlane): () => void {
+  if (!pacingWhilePlanning(plane)) return () => undefined;
+  const pending = firstRowsPending.of(plane, () => ({ count: 0 }));
+  pending.count++;
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    pending.count--;
+  };
+}
+
+export const firstRowsExpected = (plane: ControlPlane): boolean => (firstRowsPending.get(plane)?.count ?? 0) > 0;
+
 /** Whether the planning loop runs here (a planner's first rows would get a short pass of their own). */
 export const pacingWhilePlanning = (plane: ControlPlane): boolean => shortPassHere.get(plane)?.run !== undefined;
 

@@ -12,7 +12,7 @@ import type { BindingRecord } from '../store/records';
 import { queueNameOf } from '../telemetry/metrics';
 import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import { reconcileFailbackHome, resyncFailback } from './failback';
-import { paceFirstRows, pacingWhilePlanning } from './pacer';
+import { expectFirstRows, paceFirstRows, pacingWhilePlanning } from './pacer';
 import type { ControlPlane, TaintManagerMessage } from './ports';
 import { listClusterPlacements } from './state/bindingWrites';
 import { clusterEvent } from './state/events';
@@ -72,6 +72,16 @@ async function planningPass(plane: ControlPlane, name: string): Promise<Planning
 }
 
 async function planCluster(plane: ControlPlane, name: string): Promise<PlanningPass> {
+  // Said before the cluster is read: meanwhile the planning loop waits for its first rows instead of reading storage for them.
+  const handedOver = expectFirstRows(plane);
+  try {
+    return await planClusterRows(plane, name, handedOver);
+  } finally {
+    handedOver();
+  }
+}
+
+async function planClusterRows(plane: ControlPlane, name: string, handedOver: () => void): Promise<PlanningPass> {
   const now = plane.clock.now();
   // The cluster's rows are read beside the cluster itself: planning is asked for when it has turned faulty
   // (or a binding landed on it while faulty), and its first evictions wait for both reads. A recovery leaves
@@ -144,7 +154,9 @@ async function planCluster(plane: ControlPlane, name: string): Promise<PlanningP
         rows.map((row) => ({ row, priority: row.change.record.priority ?? 0, dueAt: Date.parse(row.change.record.dueAt) })),
         now.getTime(),
       ).map(({ row }) => row);
-      await paceFirstRows(plane, await planRows(plane, byDueOrder.slice(0, FIRST_ROWS)));
+      const first = await planRows(plane, byDueOrder.slice(0, FIRST_ROWS));
+      handedOver();
+      await paceFirstRows(plane, first);
       await planRows(plane, byDueOrder.slice(FIRST_ROWS), { background: true });
     } else await planRows(plane, rows);
     const dues = rows.map((r) => r.change.record.dueAt).sort();
