@@ -131,13 +131,17 @@ const passesHere = new PlaneState<{ count: number }>('pacerPassesHere');
  * half) instead of the caller's, and the pass that follows planning paces every due row anyway.
  */
 export function announcePassHere(plane: ControlPlane): () => void {
-  const passes = passesHere.of(plane, () => ({ count: 0 }));
-  passes.count++;
+  return holdCount(passesHere.of(plane, () => ({ count: 0 })));
+}
+
+/** Counts one more holder in `state` until the returned function is called (once: later calls do nothing). */
+function holdCount(state: { count: number }): () => void {
+  state.count++;
   let released = false;
   return () => {
     if (released) return;
     released = true;
-    passes.count--;
+    state.count--;
   };
 }
 
@@ -176,15 +180,7 @@ const firstRowsPending = new PlaneState<{ count: number }>('pacerFirstRowsPendin
  * no rows, the loop's own passes wait instead of reading storage (planningLoop in paceAndRun.ts).
  */
 export function expectFirstRows(plane: ControlPlane): () => void {
-  if (!pacingWhilePlanning(plane)) return () => undefined;
-  const pending = firstRowsPending.of(plane, () => ({ count: 0 }));
-  pending.count++;
-  let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    pending.count--;
-  };
+  return pacingWhilePlanning(plane) ? holdCount(firstRowsPending.of(plane, () => ({ count: 0 }))) : () => undefined;
 }
 
 export const firstRowsExpected = (plane: ControlPlane): boolean => (firstRowsPending.get(plane)?.count ?? 0) > 0;

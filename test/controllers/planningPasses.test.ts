@@ -47,25 +47,34 @@ describe('planning and pacing here, three clusters of 100 failing at once', () =
   });
 });
 
+/**
+ * A failed cluster f1 with 100 bindings among 30 clusters, and a ledger over the plane's that records its
+ * plan writes and the slots handed out as `steps`.
+ */
+async function oneFailedCluster() {
+  const m = memoryPlane({ RESOURCE_EVICTION_RATE: '50' });
+  await applyTo(m, [
+    cluster('f1', true),
+    ...Array.from({ length: 29 }, (_, i) => cluster(`h${i}`)),
+    ...Array.from({ length: 100 }, (_, i) => binding(`app${i}`, ['f1'])),
+  ]);
+  const steps: string[] = [];
+  const ledger = Object.create(m.ledger) as typeof m.ledger;
+  ledger.recordEvictions = (rows, options) => (
+    steps.push(`record ${rows.length}${options?.background ? ' in the background' : ''}`),
+    m.ledger.recordEvictions(rows, options)
+  );
+  ledger.putPacerState = async (state, etag) => {
+    const written = await m.ledger.putPacerState(state, etag);
+    if (written) steps.push('slots handed out');
+    return written;
+  };
+  return { m, steps, ledger };
+}
+
 describe('a planner while the planning loop runs here', () => {
   it('stores its first 32 rows, has them slotted, then writes the rest in the background', async () => {
-    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '50' });
-    await applyTo(m, [
-      cluster('f1', true),
-      ...Array.from({ length: 29 }, (_, i) => cluster(`h${i}`)),
-      ...Array.from({ length: 100 }, (_, i) => binding(`app${i}`, ['f1'])),
-    ]);
-    const steps: string[] = [];
-    const ledger = Object.create(m.ledger) as typeof m.ledger;
-    ledger.recordEvictions = (rows, options) => (
-      steps.push(`record ${rows.length}${options?.background ? ' in the background' : ''}`),
-      m.ledger.recordEvictions(rows, options)
-    );
-    ledger.putPacerState = async (state, etag) => {
-      const written = await m.ledger.putPacerState(state, etag);
-      if (written) steps.push('slots handed out');
-      return written;
-    };
+    const { m, steps, ledger } = await oneFailedCluster();
     const plane = { ...m.plane, ledger, clock: systemClock };
     await planAndPaceHere(plane, () => handleTaintManagerMessage(plane, { cluster: 'f1', reason: 'taints-changed' }));
     expect(steps.slice(0, 3)).toEqual(['record 32', 'slots handed out', 'record 68 in the background']);
@@ -99,26 +108,13 @@ describe('a message that plans nothing while other rows are due', () => {
 
 describe('the planning loop while a planner has yet to hand over its first rows', () => {
   it('reads no due rows from storage meanwhile, then slots the rows handed over at once', async () => {
-    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '50' });
-    await applyTo(m, [
-      cluster('f1', true),
-      ...Array.from({ length: 29 }, (_, i) => cluster(`h${i}`)),
-      ...Array.from({ length: 100 }, (_, i) => binding(`app${i}`, ['f1'])),
-    ]);
-    const steps: string[] = [];
-    const ledger = Object.create(m.ledger) as typeof m.ledger;
+    const { m, steps, ledger } = await oneFailedCluster();
     // A slow listing of the cluster (storage busy): three of the loop's passes go by before the rows are stored.
     ledger.listClusterRows = async (name) => {
       await sleep(700);
       return m.ledger.listClusterRows(name);
     };
     ledger.listDue = (until, limit) => (steps.push('due rows read'), m.ledger.listDue(until, limit));
-    ledger.recordEvictions = (rows, options) => (steps.push(`record ${rows.length}`), m.ledger.recordEvictions(rows, options));
-    ledger.putPacerState = async (state, etag) => {
-      const written = await m.ledger.putPacerState(state, etag);
-      if (written) steps.push('slots handed out');
-      return written;
-    };
     const plane = { ...m.plane, ledger, clock: systemClock };
     await planAndPaceHere(plane, () => handleTaintManagerMessage(plane, { cluster: 'f1', reason: 'taints-changed' }));
     expect(steps.slice(0, 2)).toEqual(['record 32', 'slots handed out']);
