@@ -9,10 +9,10 @@ import { invocationPlane } from '../shared/runtime';
 import { tracedQueueHandler } from '../shared/telemetry/triggers';
 
 /**
- * Re-evaluates one cluster's taints: immediately after a policy change, or at a window's deadline (a message
- * may name several clusters, to evaluate now). The
- * message becomes visible a little before the deadline; the rest is waited out here, so the taint lands
- * within a few milliseconds of it. Idempotent: evaluation is a function of stored state and time.
+ * Re-evaluates a cluster's taints: immediately after a policy change or a relist (a message may name up to
+ * 100 clusters), or at a window's deadline. A deadline's message becomes visible a little before it; the
+ * rest is waited out here, so the taint lands within a few milliseconds of it. Idempotent: evaluation is a
+ * function of stored state and time.
  */
 export async function taintEvaluation(message: unknown, ctx: InvocationContext): Promise<void> {
   const parsed = parseQueueMessage(taintEvaluationMessage, message, ctx, 'taint evaluation');
