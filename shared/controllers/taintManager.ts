@@ -231,12 +231,24 @@ export async function retryBlocked(plane: ControlPlane): Promise<number> {
   return retried.length;
 }
 
+/** Per process: whether the last resync was deferred (a planning loop ran here). */
+const resyncsDeferred = new PlaneState<{ last: boolean }>('taintManagerResyncDeferred');
+
 /**
  * The periodic resync: plans every faulty cluster, abandons rows of clusters that are no longer faulty,
  * retries blocked rows, and refreshes the ledger gauges. Scheduled rows whose message was lost are the
  * repair timer's (evictionWorker.ts `repairInFlight`): it puts them back in line, paced.
  */
-export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned: number; abandoned: number; retried: number }> {
+export async function resyncTaintManager(plane: ControlPlane): Promise<{ planned: number; abandoned: number; retried: number; deferred?: true }> {
+  // While failures are being planned here, a resync would list every faulty cluster's rows and scan the
+  // ledger, competing for storage with the plans and their first evictions, only to find what is being
+  // planned. It waits for the next tick instead, once: two in a row are never skipped.
+  const skipped = resyncsDeferred.of(plane, () => ({ last: false }));
+  if (pacingWhilePlanning(plane) && !skipped.last) {
+    skipped.last = true;
+    return { planned: 0, abandoned: 0, retried: 0, deferred: true };
+  }
+  skipped.last = false;
   const clusters = await fleetClusters(plane, 0);
   const faulty = new Set(clusters.filter((c) => c.taints.some(isFaultyTaint)).map((c) => c.name));
   let planned = 0;

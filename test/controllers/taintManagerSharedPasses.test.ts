@@ -1,4 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
+import { offerShortPass } from '../../shared/controllers/pacer';
 import { handleTaintManagerMessage, manageCluster, resyncTaintManager } from '../../shared/controllers/taintManager';
 import { binding, cluster } from '../helpers/fleet';
 import { applyTo } from '../helpers/memoryLoop';
@@ -78,5 +79,28 @@ describe('one cluster is planned by one pass at a time', () => {
     expect(outcome.planned).toBe(1);
     expect(resynced.planned).toBe(0);
     expect((await m.ledger.scanEvictions({ cluster: failing[0] })).map((r) => r.record.state)).toEqual(['pending']);
+  });
+});
+
+describe('the resync while failures are being planned here', () => {
+  it('waits for the next tick, once: the one after it plans as always', async () => {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '10' });
+    await apply(m, [cluster('f1', true), cluster('spare'), binding('app', ['f1'])]);
+    const listings = vi.spyOn(m.ledger, 'listClusterRows');
+    // The planning loop runs here (it offers its short pass while it does).
+    offerShortPass(m.plane, async () => undefined);
+    try {
+      expect(await resyncTaintManager(m.plane)).toMatchObject({ planned: 0, deferred: true });
+      expect(listings).not.toHaveBeenCalled();
+      expect(await m.ledger.listEvictions('f1')).toEqual([]);
+      expect(await resyncTaintManager(m.plane)).toMatchObject({ planned: 1 });
+      expect(listings).toHaveBeenCalled();
+    } finally {
+      offerShortPass(m.plane, undefined);
+    }
+    // With no planning here, every resync runs.
+    const other = memoryPlane({ RESOURCE_EVICTION_RATE: '10' });
+    await apply(other, [cluster('f1', true), cluster('spare'), binding('app', ['f1'])]);
+    expect(await resyncTaintManager(other.plane)).toMatchObject({ planned: 1 });
   });
 });
