@@ -26,6 +26,26 @@ async function oneScheduledEviction() {
   return { m, message };
 }
 
+/**
+ * `read` whose first answer, served at once, is delivered only after `meanwhile` has run and SLOW_READ_MS +
+ * 200 ms have passed: what the caller gets describes storage as it was before `meanwhile`.
+ */
+function slowFirstAnswer<A extends unknown[], R>(read: (...args: A) => Promise<R>, meanwhile: () => Promise<unknown>): (...args: A) => Promise<R> {
+  let first = true;
+  return async (...args: A) => {
+    const answer = await read(...args);
+    if (first) {
+      first = false;
+      await meanwhile();
+      await sleepReal(SLOW_READ_MS + 200);
+    }
+    return answer;
+  };
+}
+
+/** c1 reports Ready again: its taint goes. */
+const recover = (m: { plane: Parameters<typeof applyObjects>[0] }) => applyObjects(m.plane, decodeApplyDocuments([cluster('c1', false)]));
+
 describe('the worker and slow storage reads', () => {
   it('does not evict when the taint read was answered late and the cluster recovered meanwhile', async () => {
     const { m, message } = await oneScheduledEviction();
@@ -61,18 +81,8 @@ describe('the worker and slow storage reads', () => {
 
   it('does not evict when the switch read itself was answered late and evictions were paused while it was on the way', async () => {
     const { m, message } = await oneScheduledEviction();
-    const getPacerState = m.plane.ledger.getPacerState.bind(m.plane.ledger);
-    let first = true;
-    m.plane.ledger.getPacerState = async () => {
-      const answer = await getPacerState();
-      if (first) {
-        first = false;
-        // Served before the pause, delivered after it: what the worker holds says "not paused".
-        await setPaused(m.plane, true);
-        await sleepReal(SLOW_READ_MS + 200);
-      }
-      return answer;
-    };
+    // Served before the pause, delivered after it: what the worker holds says "not paused".
+    m.plane.ledger.getPacerState = slowFirstAnswer(m.plane.ledger.getPacerState.bind(m.plane.ledger), () => setPaused(m.plane, true));
     expect(await executeEviction(m.plane, message)).toBe('postponed');
     expect((await m.plane.bindings.get('rb:default:web'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
   });
@@ -99,37 +109,17 @@ describe('the worker and slow storage reads', () => {
 
   it('reads the taint again when the binding read made beside it was slow and the cluster recovered meanwhile', async () => {
     const { m, message } = await oneScheduledEviction();
-    const get = m.plane.bindings.get.bind(m.plane.bindings);
-    let first = true;
-    m.plane.bindings.get = async (id: string) => {
-      const answer = await get(id);
-      if (first) {
-        first = false;
-        // The taint's read (made beside this one) was answered at once; the recovery comes while this one is slow.
-        await applyObjects(m.plane, decodeApplyDocuments([cluster('c1', false)]));
-        await sleepReal(SLOW_READ_MS + 200);
-      }
-      return answer;
-    };
+    // The taint's read (made beside this one) was answered at once; the recovery comes while this one is slow.
+    m.plane.bindings.get = slowFirstAnswer(m.plane.bindings.get.bind(m.plane.bindings), () => recover(m));
     expect(await executeEviction(m.plane, message)).toBe('recovered');
     expect((await m.plane.bindings.get('rb:default:web'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
   });
 
   it('reads the taint again when it was answered promptly but the switch read after it was slow, and the cluster recovered meanwhile', async () => {
     const { m, message } = await oneScheduledEviction();
-    const getPacerState = m.plane.ledger.getPacerState.bind(m.plane.ledger);
-    let first = true;
-    m.plane.ledger.getPacerState = async () => {
-      const answer = await getPacerState();
-      if (first) {
-        first = false;
-        // The taint was read (faulty) beside the binding and answered at once; the recovery comes while the
-        // switch's read is slow, so what the worker holds of the taint is older than SLOW_READ_MS when it acts.
-        await applyObjects(m.plane, decodeApplyDocuments([cluster('c1', false)]));
-        await sleepReal(SLOW_READ_MS + 200);
-      }
-      return answer;
-    };
+    // The taint was read (faulty) beside the binding and answered at once; the recovery comes while the
+    // switch's read is slow, so what the worker holds of the taint is older than SLOW_READ_MS when it acts.
+    m.plane.ledger.getPacerState = slowFirstAnswer(m.plane.ledger.getPacerState.bind(m.plane.ledger), () => recover(m));
     expect(await executeEviction(m.plane, message)).toBe('recovered');
     expect((await m.plane.bindings.get('rb:default:web'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
   });
