@@ -121,6 +121,7 @@ async function planningLoop(plane: ControlPlane): Promise<void> {
       runHere,
       lookAheadMs: PLANNING_PASS_LOOK_AHEAD_MS,
       lanesExpected: passesHereAnnounced(plane),
+      firstRowsAwaited: firstRowsExpected(plane),
       rowsJustStored,
       planned,
     });

@@ -85,6 +85,12 @@ export interface PacerOptions {
    */
   lanesExpected?: number;
   /**
+   * A short pass's planners here have yet to hand over their first rows: each cluster takes one slot this
+   * pass, so that the series stays a moment ahead and a cluster whose first rows come next takes its turn at
+   * once, not behind the slots the others were given.
+   */
+  firstRowsAwaited?: boolean;
+  /**
    * With `runHere`: whether rows were just stored for this pass to hand out (default true: a pass right after
    * planning), so that its reads go out beside the pacer row's. A short pass that may find nothing reads them
    * only once it knows it has room, and none when nothing is due.
@@ -116,6 +122,8 @@ export interface PacerOutcome {
   rate: number;
   scheduled: number;
   skipped?: 'gate' | 'paused' | 'halted' | 'busy' | 'conflict';
+  /** Each cluster's first slot handed out by this pass (epoch ms). */
+  firstSlots?: Record<string, number>;
 }
 
 /** Pacer passes after planning: another pass that wrote the pacer's row first (the timer) may not have seen the new rows. */
@@ -134,14 +142,18 @@ export function announcePassHere(plane: ControlPlane): () => void {
   return holdCount(passesHere.of(plane, () => ({ count: 0 })));
 }
 
-/** Counts one more holder in `state` until the returned function is called (once: later calls do nothing). */
-function holdCount(state: { count: number }): () => void {
+/**
+ * Counts one more holder in `state` until the returned function is called (once: later calls do nothing);
+ * the last one to let go resumes whoever waits for none to be left (`idle`).
+ */
+function holdCount(state: { count: number; idle?: Array<() => void> }): () => void {
   state.count++;
   let released = false;
   return () => {
     if (released) return;
     released = true;
     state.count--;
+    if (state.count === 0) for (const resume of state.idle?.splice(0) ?? []) resume();
   };
 }
 
@@ -149,26 +161,28 @@ export const passesHereAnnounced = (plane: ControlPlane): number => passesHere.g
 export const passHereAnnounced = (plane: ControlPlane): boolean => passesHereAnnounced(plane) > 0;
 
 /** Per process: the short pass of the loop that paces while failures are planned here (paceAndRun.ts), while it runs. */
-const shortPassHere = new PlaneState<{ run?: (rows: readonly VersionedEviction[]) => Promise<unknown> }>('pacerShortPassHere');
+const shortPassHere = new PlaneState<{ run?: (rows: readonly VersionedEviction[]) => Promise<PacerOutcome> }>('pacerShortPassHere');
 
 /**
  * While it runs, the planning loop offers its short pass: `run` takes a planner's first rows (as stored, with
  * their ETags) and returns a pass that began after the call.
  */
-export function offerShortPass(plane: ControlPlane, run: ((rows: readonly VersionedEviction[]) => Promise<unknown>) | undefined): void {
+export function offerShortPass(plane: ControlPlane, run: ((rows: readonly VersionedEviction[]) => Promise<PacerOutcome>) | undefined): void {
   shortPassHere.of(plane, () => ({})).run = run;
 }
 
 /**
  * A planner's first rows are stored: when the planning loop runs here, hands them to it and waits for a
  * short pass that began after them (so they have their slots before the rest of the plan competes with the
- * pass for storage); otherwise at once. A pass that fails is the loop's to report.
+ * pass for storage); otherwise at once. The cluster's first slot that pass handed out (epoch ms), if any. A
+ * pass that fails is the loop's to report.
  */
-export async function paceFirstRows(plane: ControlPlane, rows: readonly VersionedEviction[]): Promise<void> {
-  await shortPassHere
+export async function paceFirstRows(plane: ControlPlane, rows: readonly VersionedEviction[]): Promise<number | undefined> {
+  const outcome = await shortPassHere
     .get(plane)
     ?.run?.(rows)
     .catch(() => undefined);
+  return rows.length > 0 ? outcome?.firstSlots?.[rows[0].record.cluster] : undefined;
 }
 
 /** Per process: planners here that will hand their first rows to the planning loop and have not yet. */
@@ -184,6 +198,36 @@ export function expectFirstRows(plane: ControlPlane): () => void {
 }
 
 export const firstRowsExpected = (plane: ControlPlane): boolean => (firstRowsPending.get(plane)?.count ?? 0) > 0;
+
+/** Per process: planners here whose clusters have yet to see their first eviction run, and the plans waiting for them. */
+const firstEvictionsPending = new PlaneState<{ count: number; idle: Array<() => void> }>('pacerFirstEvictionsPending');
+
+/**
+ * A planner here is about to read a cluster whose first rows the planning loop will run (call the returned
+ * function once the first of them has had its slot, or once it knows there is none). Meanwhile the rest of
+ * every plan here waits (`othersFirstEvictions`).
+ */
+export function expectFirstEviction(plane: ControlPlane): () => void {
+  return pacingWhilePlanning(plane) ? holdCount(firstEvictionsPending.of(plane, () => ({ count: 0, idle: [] }))) : () => undefined;
+}
+
+/**
+ * Waits, at most `maxMs`, until every cluster planned here has had its first eviction's slot. The rest of a
+ * plan is seconds of storage writes: sent while other clusters are still being listed, storing their first
+ * rows, being given slots or running their first evictions, it puts its transactions ahead of each of those
+ * requests, and so delays those clusters' first evictions. The writes are the same either way, so the plans
+ * are stored at about the same time.
+ */
+export async function othersFirstEvictions(plane: ControlPlane, maxMs: number): Promise<void> {
+  const state = firstEvictionsPending.get(plane);
+  if (!state || state.count === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await new Promise<void>((resolve) => {
+    state.idle.push(resolve);
+    timer = setTimeout(resolve, maxMs);
+  });
+  clearTimeout(timer);
+}
 
 /** Whether the planning loop runs here (a planner's first rows would get a short pass of their own). */
 export const pacingWhilePlanning = (plane: ControlPlane): boolean => shortPassHere.get(plane)?.run !== undefined;
@@ -375,23 +419,32 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
     const parkedFor = turn[0][0].bucket[0].parkedFor;
     if (parkedFor !== undefined && !(await gate!.hasRoom(parkedFor))) continue;
     const lanes = turn.map((lane) => ({ cursors: lane.map(({ bucket }) => newCursor(bucket)), at: 0, taken: [] as Ready[] }));
-    const laneCap = shortPass && options.lanesExpected ? Math.max(1, Math.ceil(limit / Math.max(options.lanesExpected, lanes.length))) : limit;
+    const laneCap = !shortPass
+      ? limit
+      : options.firstRowsAwaited
+        ? 1
+        : options.lanesExpected
+          ? Math.max(1, Math.ceil(limit / Math.max(options.lanesExpected, lanes.length)))
+          : limit;
     let active = lanes;
     // The room left is shared out evenly among the lanes that still have rows, until it is used or they run out.
     while (active.length > 0) {
       const room = limit - ready.length - lanes.reduce((sum, lane) => sum + lane.taken.length, 0);
       if (room <= 0) break;
-      const share = Math.ceil(room / active.length);
+      // The share is rounded down (rounded up, the lanes served first would use all the room and the last ones
+      // get none); room for fewer rows than there are lanes goes to the first lanes, one row each.
+      const serving = active.slice(0, room);
+      const share = Math.floor(room / serving.length);
       // The lanes' reads go out together; the rows are then taken lane by lane (the budgets admit in order).
-      if (active.length > 1)
-        for (const lane of active) {
+      if (serving.length > 1)
+        for (const lane of serving) {
           const cursor = lane.cursors[lane.at];
           const asked = cursor.stillPending + share + 1;
           const rows = read(cursor, asked);
           void rows.catch(() => undefined);
           cursor.prefetched = { asked, rows };
         }
-      for (const lane of active) {
+      for (const lane of serving) {
         let want = Math.min(share, laneCap - lane.taken.length, limit - ready.length - lanes.reduce((sum, l) => sum + l.taken.length, 0));
         while (want > 0 && lane.at < lane.cursors.length) {
           const cursor = lane.cursors[lane.at];
@@ -522,7 +575,9 @@ export async function runPacer(plane: ControlPlane, options: PacerOptions = {}):
   if (scheduled > 0) {
     plane.log.info('evictions scheduled', { count: scheduled, tier: health.tier, rate: health.rate, firstSlot: new Date(claimed[0].slot).toISOString() });
   }
-  return { tier: health.tier, rate: health.rate, scheduled };
+  const firstSlots: Record<string, number> = {};
+  for (const { slot, message } of outgoing) firstSlots[message.cluster] = Math.min(firstSlots[message.cluster] ?? slot, slot);
+  return { tier: health.tier, rate: health.rate, scheduled, ...(scheduled > 0 ? { firstSlots } : {}) };
 }
 
 /** Clusters whose rows a pass marks scheduled at once (one batch per cluster shard each). */

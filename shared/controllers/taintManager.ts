@@ -12,7 +12,7 @@ import type { BindingRecord } from '../store/records';
 import { queueNameOf } from '../telemetry/metrics';
 import { annotate, ATTR, currentTraceCarrier, inSpan } from '../telemetry/tracing';
 import { reconcileFailbackHome, resyncFailback } from './failback';
-import { expectFirstRows, paceFirstRows, pacingWhilePlanning } from './pacer';
+import { expectFirstEviction, expectFirstRows, othersFirstEvictions, paceFirstRows, pacingWhilePlanning } from './pacer';
 import type { ControlPlane, TaintManagerMessage } from './ports';
 import { listClusterPlacements } from './state/bindingWrites';
 import { clusterEvent } from './state/events';
@@ -21,6 +21,13 @@ import { fleetClusters, noteFleetChange } from './state/reads';
 
 /** A failed cluster's rows stored ahead of the rest: its first seconds of slots at the highest rate. */
 const FIRST_ROWS = 32;
+/**
+ * How long the rest of a plan waits at most for the other clusters planned here to have their first
+ * evictions' slots (pacer.ts, `othersFirstEvictions`): a short pass hands out slots less than a second ahead.
+ */
+const REST_WAITS_FOR_FIRST_EVICTIONS_MS = 1000;
+/** The time a first eviction's reads take after its slot while storage is not yet busy with the plans' rest. */
+const FIRST_EVICTION_READS_MS = 200;
 
 /** Rows waiting for a slot or a target: what a recovery abandons at once. */
 const WAITING_STATES: readonly EvictionState[] = ['pending', 'blocked'];
@@ -74,14 +81,16 @@ async function planningPass(plane: ControlPlane, name: string): Promise<Planning
 async function planCluster(plane: ControlPlane, name: string): Promise<PlanningPass> {
   // Said before the cluster is read: meanwhile the planning loop waits for its first rows instead of reading storage for them.
   const handedOver = expectFirstRows(plane);
+  const firstEvictionDue = expectFirstEviction(plane);
   try {
-    return await planClusterRows(plane, name, handedOver);
+    return await planClusterRows(plane, name, handedOver, firstEvictionDue);
   } finally {
     handedOver();
+    firstEvictionDue();
   }
 }
 
-async function planClusterRows(plane: ControlPlane, name: string, handedOver: () => void): Promise<PlanningPass> {
+async function planClusterRows(plane: ControlPlane, name: string, handedOver: () => void, firstEvictionDue: () => void): Promise<PlanningPass> {
   const now = plane.clock.now();
   // The cluster's rows are read beside the cluster itself: planning is asked for when it has turned faulty
   // (or a binding landed on it while faulty), and its first evictions wait for both reads. A recovery leaves
@@ -156,7 +165,10 @@ async function planClusterRows(plane: ControlPlane, name: string, handedOver: ()
       ).map(({ row }) => row);
       const first = await planRows(plane, byDueOrder.slice(0, FIRST_ROWS));
       handedOver();
-      await paceFirstRows(plane, first);
+      const firstSlot = await paceFirstRows(plane, first);
+      // Let go once the first eviction has had its slot and the moment its reads take; at once without a slot.
+      setTimeout(firstEvictionDue, firstSlot === undefined ? 0 : Math.max(0, firstSlot + FIRST_EVICTION_READS_MS - plane.clock.now().getTime()));
+      await othersFirstEvictions(plane, REST_WAITS_FOR_FIRST_EVICTIONS_MS);
       await planRows(plane, byDueOrder.slice(FIRST_ROWS), { background: true });
     } else await planRows(plane, rows);
     const dues = rows.map((r) => r.change.record.dueAt).sort();

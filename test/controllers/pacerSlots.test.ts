@@ -354,3 +354,42 @@ describe('a short pass and a pool that cannot serve it', () => {
     expect(here).toHaveLength(7);
   });
 });
+
+describe('a short pass sharing its room among the clusters planned here', () => {
+  /** Ten failed clusters of a hundred, five bindings each, at 50/s; their pending rows as the planning loop's pool. */
+  async function tenPooled() {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '50' });
+    const failed = Array.from({ length: 10 }, (_, i) => `f${i}`);
+    await applyTo(m, [
+      ...failed.map((name) => cluster(name, true)),
+      ...Array.from({ length: 90 }, (_, i) => cluster(`h${i}`)),
+      ...failed.flatMap((name) => Array.from({ length: 5 }, (_, i) => binding(`${name}-app${i}`, [name]))),
+    ]);
+    for (const name of failed) await manageCluster(m.plane, name);
+    const rows = (await Promise.all(failed.map((name) => m.ledger.listEvictions(name)))).flat();
+    return { m, failed, planned: new Map(rows.map((row) => [`${row.record.cluster}|${row.record.bindingKey}`, row])) };
+  }
+
+  it('gives every cluster a slot when the room is not a multiple of them', async () => {
+    const { m, failed, planned } = await tenPooled();
+    const { here, runHere } = collect();
+    // From 50 ms to 450 ms ahead at 50/s: 21 slots for ten clusters. Shared rounded up (3 each) the first seven
+    // took them all.
+    const outcome = await runPacer(m.plane, { runHere, lookAheadMs: 450, planned, lanesExpected: 10 });
+    expect(outcome.scheduled).toBe(21);
+    expect(new Set(here.map((e) => e.cluster))).toEqual(new Set(failed));
+    expect(Object.keys(outcome.firstSlots ?? {}).sort()).toEqual([...failed].sort());
+  });
+
+  it('gives each cluster one slot while planners here have yet to hand over their first rows', async () => {
+    const { m, failed, planned } = await tenPooled();
+    const { here, runHere } = collect();
+    const outcome = await runPacer(m.plane, { runHere, lookAheadMs: 800, planned, lanesExpected: 12, firstRowsAwaited: true });
+    // One each, 20 ms apart from the 50 ms lead: the series stays 0.25 s ahead, and the clusters whose first rows
+    // come next take the slots after it, not 0.8 s of slots later.
+    expect(outcome.scheduled).toBe(10);
+    expect(here.map((e) => e.cluster).sort()).toEqual([...failed].sort());
+    const { state } = await m.ledger.getPacerState();
+    expect(Date.parse(state.nextSlotAt) - m.clock.now().getTime()).toBe(50 + 10 * 20);
+  });
+});

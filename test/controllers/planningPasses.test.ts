@@ -120,3 +120,57 @@ describe('the planning loop while a planner has yet to hand over its first rows'
     expect(steps.slice(0, 2)).toEqual(['record 32', 'slots handed out']);
   });
 });
+
+/**
+ * Two clusters failing together, f2's listing slow (storage busy). f1's first rows are slotted at once; the
+ * rest of its plan (68 rows, seconds of writes at scale) waits until f2's first eviction has had its slot too,
+ * or a second at most, so those writes do not hold up f2's listing, first rows, pass and first eviction.
+ */
+describe('the rest of a plan while another cluster planned here has had no eviction yet', () => {
+  async function twoFailed(f2ListingMs: number) {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '50' });
+    await applyTo(m, [
+      cluster('f1', true),
+      cluster('f2', true),
+      ...Array.from({ length: 28 }, (_, i) => cluster(`h${i}`)),
+      ...['f1', 'f2'].flatMap((name) => Array.from({ length: 100 }, (_, i) => binding(`${name}-app${i}`, [name]))),
+    ]);
+    const steps: Array<{ step: string; at: number }> = [];
+    const ledger = Object.create(m.ledger) as typeof m.ledger;
+    ledger.recordEvictions = (rows, options) => (
+      steps.push({ step: `record ${rows[0].record.cluster} ${rows.length}${options?.background ? ' in the background' : ''}`, at: Date.now() }),
+      m.ledger.recordEvictions(rows, options)
+    );
+    ledger.listClusterRows = async (name) => {
+      if (name === 'f2') await sleep(f2ListingMs);
+      return m.ledger.listClusterRows(name);
+    };
+    ledger.putPacerState = async (state, etag) => {
+      const written = await m.ledger.putPacerState(state, etag);
+      if (written) steps.push({ step: 'slots handed out', at: Date.now() });
+      return written;
+    };
+    const plane = { ...m.plane, ledger, clock: systemClock };
+    await Promise.all(['f1', 'f2'].map((name) => planAndPaceHere(plane, () => handleTaintManagerMessage(plane, { cluster: name, reason: 'taints-changed' }))));
+    const at = (step: string) => steps.find((s) => s.step === step)?.at ?? Number.NaN;
+    return { steps: steps.map((s) => s.step), at };
+  }
+
+  it('waits for the first eviction of the other before it is written', async () => {
+    const { steps } = await twoFailed(400);
+    // Without the wait f1's rest was written right after its first slots, while f2 was still being listed.
+    expect(steps.slice(0, 2)).toEqual(['record f1 32', 'slots handed out']);
+    const f2First = steps.indexOf('record f2 32');
+    const rest = steps.findIndex((step) => step.endsWith('in the background'));
+    expect(f2First).toBeGreaterThan(0);
+    expect(rest).toBeGreaterThan(f2First);
+    expect(steps.slice(f2First, rest)).toContain('slots handed out');
+  });
+
+  it('waits a second at most for a cluster whose listing takes longer', async () => {
+    const { at } = await twoFailed(2500);
+    const waited = at('record f1 68 in the background') - at('record f1 32');
+    expect(waited).toBeGreaterThanOrEqual(900);
+    expect(at('record f1 68 in the background')).toBeLessThan(at('record f2 32'));
+  });
+});

@@ -88,7 +88,7 @@ describe('the resync while failures are being planned here', () => {
     await apply(m, [cluster('f1', true), cluster('spare'), binding('app', ['f1'])]);
     const listings = vi.spyOn(m.ledger, 'listClusterRows');
     // The planning loop runs here (it offers its short pass while it does).
-    offerShortPass(m.plane, async () => undefined);
+    offerShortPass(m.plane, async () => ({ tier: 'primary', rate: 10, scheduled: 0 }));
     try {
       expect(await resyncTaintManager(m.plane)).toMatchObject({ planned: 0, deferred: true });
       expect(listings).not.toHaveBeenCalled();
