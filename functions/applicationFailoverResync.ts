@@ -8,4 +8,4 @@ export async function applicationFailoverResync(_timer: Timer, ctx: InvocationCo
   if (evicted > 0) ctx.log(`application failover resync evicted ${evicted} placement(s)`);
 }
 
-app.timer('applicationFailoverResync', { schedule: '5,20,35,50 * * * * *', runOnStartup: false, useMonitor: false, handler: applicationFailoverResync });
+app.timer('applicationFailoverResync', { schedule: '13,28,43,58 * * * * *', runOnStartup: false, useMonitor: false, handler: applicationFailoverResync });

@@ -12,4 +12,4 @@ export async function evictionRepair(_timer: Timer, ctx: InvocationContext): Pro
   if (Object.keys(outcomes).length > 0) ctx.log(`eviction repair: ${JSON.stringify(outcomes)}`);
 }
 
-app.timer('evictionRepair', { schedule: '*/5 * * * * *', runOnStartup: false, useMonitor: false, handler: evictionRepair });
+app.timer('evictionRepair', { schedule: '2-59/5 * * * * *', runOnStartup: false, useMonitor: false, handler: evictionRepair });

@@ -8,4 +8,4 @@ export async function gracefulEvictionSweep(_timer: Timer, ctx: InvocationContex
   if (dropped > 0) ctx.log(`graceful eviction sweep cleared ${dropped} task(s)`);
 }
 
-app.timer('gracefulEvictionSweep', { schedule: '*/10 * * * * *', runOnStartup: false, useMonitor: false, handler: gracefulEvictionSweep });
+app.timer('gracefulEvictionSweep', { schedule: '1-59/10 * * * * *', runOnStartup: false, useMonitor: false, handler: gracefulEvictionSweep });

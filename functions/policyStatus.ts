@@ -12,4 +12,4 @@ export async function policyStatus(_timer: Timer, ctx: InvocationContext): Promi
   if (written > 0 || published > 0) ctx.log(`policy status: ${written} changed, ${published} written to Karmada`);
 }
 
-app.timer('policyStatus', { schedule: '*/5 * * * * *', runOnStartup: false, useMonitor: false, handler: policyStatus });
+app.timer('policyStatus', { schedule: '4-59/5 * * * * *', runOnStartup: false, useMonitor: false, handler: policyStatus });

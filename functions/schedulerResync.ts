@@ -8,4 +8,4 @@ export async function schedulerResync(_timer: Timer, ctx: InvocationContext): Pr
   if (scheduled > 0) ctx.log(`scheduler resync placed ${scheduled} binding(s)`);
 }
 
-app.timer('schedulerResync', { schedule: '15,45 * * * * *', runOnStartup: false, useMonitor: false, handler: schedulerResync });
+app.timer('schedulerResync', { schedule: '18,48 * * * * *', runOnStartup: false, useMonitor: false, handler: schedulerResync });

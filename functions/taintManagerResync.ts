@@ -8,4 +8,4 @@ export async function taintManagerResync(_timer: Timer, ctx: InvocationContext):
   if (outcome.planned + outcome.abandoned + outcome.retried > 0) ctx.log(`taint manager resync: ${JSON.stringify(outcome)}`);
 }
 
-app.timer('taintManagerResync', { schedule: '*/30 * * * * *', runOnStartup: false, useMonitor: false, handler: taintManagerResync });
+app.timer('taintManagerResync', { schedule: '8,38 * * * * *', runOnStartup: false, useMonitor: false, handler: taintManagerResync });

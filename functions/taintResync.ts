@@ -8,4 +8,4 @@ export async function taintResync(_timer: Timer, ctx: InvocationContext): Promis
   if (changes > 0) ctx.log(`resync of ${clusters} cluster(s) changed ${changes} taint(s)`);
 }
 
-app.timer('taintResync', { schedule: '0 * * * * *', runOnStartup: false, useMonitor: true, handler: taintResync });
+app.timer('taintResync', { schedule: '3 * * * * *', runOnStartup: false, useMonitor: true, handler: taintResync });

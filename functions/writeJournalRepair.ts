@@ -13,4 +13,4 @@ export async function writeJournalRepair(_timer: Timer, ctx: InvocationContext):
   if (Object.keys(outcome).length > 0) ctx.log(`write journal repair: ${JSON.stringify(outcome)}`);
 }
 
-app.timer('writeJournalRepair', { schedule: '*/10 * * * * *', runOnStartup: false, useMonitor: false, handler: writeJournalRepair });
+app.timer('writeJournalRepair', { schedule: '6-59/10 * * * * *', runOnStartup: false, useMonitor: false, handler: writeJournalRepair });
