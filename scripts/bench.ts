@@ -547,11 +547,11 @@ async function main() {
     for (const [clusters, bindings] of sizes) runs.push(await scaleRun(clusters, bindings, 10, 50, 120));
     writeFileSync(join(ROOT, 'bench-scale.json'), JSON.stringify(runs, null, 2) + '\n');
     console.log(
-      'clusters | bindings | idle req/min | idle rows read/min | host MB (≤ 300) | failure → first eviction, median of failed clusters (≤ 1 s) | planning/s end to end (× ceiling) | planner/s (× ceiling) | achieved/50 overall | steady | req/eviction',
+      'clusters | bindings | idle req/min | idle rows read/min | host MB at the phase ends (≤ 300), and peak | failure → first eviction, median of failed clusters (≤ 1 s) | planning/s end to end (× ceiling) | planner/s (× ceiling) | achieved/50 overall | steady | req/eviction',
     );
     for (const r of runs) {
       console.log(
-        `${r.clusters} | ${r.bindings} | ${r.idle.requestsPerMinute} | ${r.idle.tableRowsReadPerMinute} | ${Math.max(r.idle.hostMemoryMb, r.evictions.hostMemoryMb)} | ${r.firstEviction.perClusterMedianSeconds ?? 'none'} s (first ${r.firstEviction.seconds ?? 'none'} s; median planning began ${r.firstEviction.medianStagesSeconds.planningBegan ?? 'none'} s, first slot ${r.firstEviction.medianStagesSeconds.firstSlot ?? 'none'} s, whole plan ${r.firstEviction.medianStagesSeconds.wholePlanStored ?? 'none'} s) | ${r.planning.perSecond} (×${r.planning.ratio}) | ${r.planning.plannerPerSecond} (×${r.planning.plannerRatio}) | ${r.evictions.achieved} (×${r.evictions.ratio}) | ${r.evictions.steadyAchieved} (×${r.evictions.steadyRatio}) | ${r.evictions.requestsPerEviction}`,
+        `${r.clusters} | ${r.bindings} | ${r.idle.requestsPerMinute} | ${r.idle.tableRowsReadPerMinute} | ${Math.max(r.idle.hostMemoryMb, r.evictions.hostMemoryMb)} (peak ${Math.max(r.idle.hostPeakMemoryMb, r.planning.hostPeakMemoryMb, r.evictions.hostPeakMemoryMb)}) | ${r.firstEviction.perClusterMedianSeconds ?? 'none'} s (first ${r.firstEviction.seconds ?? 'none'} s; median planning began ${r.firstEviction.medianStagesSeconds.planningBegan ?? 'none'} s, first slot ${r.firstEviction.medianStagesSeconds.firstSlot ?? 'none'} s, whole plan ${r.firstEviction.medianStagesSeconds.wholePlanStored ?? 'none'} s) | ${r.planning.perSecond} (×${r.planning.ratio}) | ${r.planning.plannerPerSecond} (×${r.planning.plannerRatio}) | ${r.evictions.achieved} (×${r.evictions.ratio}) | ${r.evictions.steadyAchieved} (×${r.evictions.steadyRatio}) | ${r.evictions.requestsPerEviction}`,
       );
     }
     return;

@@ -33,6 +33,31 @@ function rssMb(pid: number): number {
   return round(kb / 1024);
 }
 
+/**
+ * The host's resident memory sampled every 250 ms: `peak()` gives the highest since the previous call (or
+ * the start), so each phase reports its own peak, not only what it holds as it ends.
+ */
+function rssSampler(pid: number) {
+  let highest = 0;
+  const sample = () => {
+    try {
+      highest = Math.max(highest, rssMb(pid));
+    } catch {
+      // the host has exited
+    }
+  };
+  const timer = setInterval(sample, 250);
+  return {
+    peak(): number {
+      sample();
+      const peak = highest;
+      highest = 0;
+      return peak;
+    },
+    stop: () => clearInterval(timer),
+  };
+}
+
 /** Rows a filter matches, reading only their keys. */
 async function countRows(client: TableClient, filter: string): Promise<number> {
   let count = 0;
@@ -236,6 +261,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
       // Every invocation's log line (idle ticks log at debug), for the executions and their duration.
       LOG_LEVEL: 'debug',
     });
+    const memory = rssSampler(host.child.pid!);
     try {
       // Idle: a minute with nothing failing, after the timers' first runs (each lists every binding once at
       // a process's start, then once an hour): warm-up ends when 5 s pass with fewer rows read than a few
@@ -251,6 +277,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
       const warmUpSeconds = round((performance.now() - warmUpStarted) / 1000);
       tableProxy.reset();
       queueProxy.reset();
+      memory.peak();
       const idleStarted = performance.now();
       const idleCpuStarted = cpuSeconds(host.child.pid!);
       const idleLogFrom = host.output().length;
@@ -262,6 +289,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
         requestsPerMinute: Math.round((tableProxy.count() + queueProxy.count()) / idleMinutes),
         tableRowsReadPerMinute: Math.round(tableProxy.rowsRead() / idleMinutes),
         hostMemoryMb: rssMb(host.child.pid!),
+        hostPeakMemoryMb: memory.peak(),
         hostCpuSecondsPerMinute: round(idleCpu / idleMinutes, 2),
         warmUpSeconds,
         invocationsPerMinute: Math.round(idleInvocations.invocations / idleMinutes),
@@ -301,6 +329,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
       // clock read when its cluster's planning began, before the cluster and its placements are read) to the
       // last row stored (its entity Timestamp, Azurite's clock on the same machine). End to end adds the two
       // queue hops before it (taint evaluation, taint manager: up to maxPollingInterval each when idle).
+      const planningPeakMemoryMb = memory.peak();
       const planner = await plannerBusySeconds(ledgerTable, host.output().slice(planningLogFrom));
       const plannerSeconds = planner.seconds;
       const planningBusyMs = process.env.BENCH_VERBOSE ? { ...tableProxy.busyMs(), ...queueProxy.busyMs() } : undefined;
@@ -396,6 +425,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
           plannerPerSecond: Math.round(planned / plannerSeconds),
           plannerRatio: round(planned / plannerSeconds / ceiling, 2),
           busyMs: planningBusyMs,
+          hostPeakMemoryMb: planningPeakMemoryMb,
           breakdown: planningBreakdown,
         },
         firstEviction,
@@ -412,6 +442,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
           requestsPerEviction: evicted ? round(requests / evicted) : null,
           marginalRequestsPerEviction: evicted ? round((requests - idlePerSecond * windowSeconds) / evicted) : null,
           hostMemoryMb: rssMb(host.child.pid!),
+          hostPeakMemoryMb: memory.peak(),
           hostCpuMsPerEviction: evicted ? Math.round((windowCpu * 1000) / evicted) : null,
           invocationsPerEviction: evicted ? round(windowInvocations.invocations / evicted, 2) : null,
           invocationMsPerEviction: evicted ? Math.round((windowInvocations.busySeconds * 1000) / evicted) : null,
@@ -422,6 +453,7 @@ export async function scaleRun(clusters: number, bindings: number, failing = 10,
     } finally {
       // The host's log lines (at debug), for reading a run's timeline afterwards.
       if (process.env.BENCH_HOST_LOG) writeFileSync(process.env.BENCH_HOST_LOG, host.output());
+      memory.stop();
       await host.stop();
     }
   } finally {
