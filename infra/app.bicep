@@ -234,6 +234,8 @@ resource functionApp 'Microsoft.Web/sites@2024-04-01' = {
         { name: 'APPLICATIONINSIGHTS_CONNECTION_STRING', value: insights.properties.ConnectionString }
         { name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING', value: 'ClientId=${identity.properties.clientId};Authorization=AAD' }
         { name: 'OTEL_SERVICE_NAME', value: 'cluster-failover' }
+        // The Node worker's V8 flags, as `npm start` runs the host (shared/local/nodeFlags.ts says why).
+        { name: 'languageWorkers__node__arguments', value: '--heap-growing-percent=100' }
         // Checks on; secrets from Key Vault.
         { name: 'AUTH_MODE', value: 'required' }
         { name: 'ADMIN_TOKEN', value: '@Microsoft.KeyVault(SecretUri=${adminTokenSecret.properties.secretUri})' }

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Language, Node, Parser } from 'web-tree-sitter';
 import { loadConfig, settingsSchema } from '../../shared/config';
+import { HOST_NODE_FLAGS } from '../../shared/local/nodeFlags';
 import { QUEUES } from '../../shared/queue/storageQueue';
 import { TABLES } from '../../shared/store/tableStorage';
 
@@ -95,7 +96,7 @@ describe('template invariants', () => {
     expect(app).toMatch(assignment);
   });
   it('sets only settings the code or the Functions host reads', () => {
-    const known = new Set([...Object.keys(settingsSchema.shape), 'AzureWebJobsStorage__blobServiceUri']);
+    const known = new Set([...Object.keys(settingsSchema.shape), 'AzureWebJobsStorage__blobServiceUri', 'languageWorkers__node__arguments']);
     expect([...appSettings.keys()].filter((name) => !known.has(name))).toEqual([]);
   });
   it('takes every secret from Key Vault, never as a literal', () => {
@@ -142,6 +143,12 @@ describe('template invariants', () => {
     ]);
     expect(app).toContain('name == "cluster_failure_rate"');
     expect(app).toContain('name == "eviction_processing_total" and tostring(customDimensions.result) == "error"');
+  });
+  it('runs the Node worker with the V8 flags `npm start` and the test hosts use', () => {
+    const flags = HOST_NODE_FLAGS.join(' ');
+    expect(appSettings.get('languageWorkers__node__arguments')).toBe(`'${flags}'`);
+    const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(scripts.start).toBe(`node ${flags} --import tsx shared/local/main.ts`);
   });
   it('azure.yaml deploys the function app from infra/', () => {
     const azd = readFileSync(join(ROOT, 'azure.yaml'), 'utf8');
