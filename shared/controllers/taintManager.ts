@@ -168,8 +168,13 @@ async function planClusterRows(plane: ControlPlane, name: string, handedOver: ()
       const firstSlot = await paceFirstRows(plane, first);
       // Let go once the first eviction has had its slot and the moment its reads take; at once without a slot.
       setTimeout(firstEvictionDue, firstSlot === undefined ? 0 : Math.max(0, firstSlot + FIRST_EVICTION_READS_MS - plane.clock.now().getTime()));
-      await othersFirstEvictions(plane, REST_WAITS_FOR_FIRST_EVICTIONS_MS);
-      await planRows(plane, byDueOrder.slice(FIRST_ROWS), { background: true });
+      const rest = byDueOrder.slice(FIRST_ROWS);
+      // A plan that fits in its first rows ends here: its message's own work after planning (the blocked rows'
+      // retry) must not wait for other clusters, and then find this plan's own evictions blocked meanwhile.
+      if (rest.length > 0) {
+        await othersFirstEvictions(plane, REST_WAITS_FOR_FIRST_EVICTIONS_MS);
+        await planRows(plane, rest, { background: true });
+      }
     } else await planRows(plane, rows);
     const dues = rows.map((r) => r.change.record.dueAt).sort();
     recorded = plane.events.append([

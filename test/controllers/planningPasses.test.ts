@@ -167,6 +167,37 @@ describe('the rest of a plan while another cluster planned here has had no evict
     expect(steps.slice(f2First, rest)).toContain('slots handed out');
   });
 
+  it('is not waited for by a plan that fits in its first rows: that message ends at once', async () => {
+    const m = memoryPlane({ RESOURCE_EVICTION_RATE: '50' });
+    await applyTo(m, [
+      cluster('small', true),
+      cluster('f2', true),
+      ...Array.from({ length: 28 }, (_, i) => cluster(`h${i}`)),
+      ...Array.from({ length: 10 }, (_, i) => binding(`small-app${i}`, ['small'])),
+      ...Array.from({ length: 100 }, (_, i) => binding(`f2-app${i}`, ['f2'])),
+    ]);
+    const ledger = Object.create(m.ledger) as typeof m.ledger;
+    ledger.listClusterRows = async (name) => {
+      if (name === 'f2') await sleep(1500);
+      return m.ledger.listClusterRows(name);
+    };
+    const plane = { ...m.plane, ledger, clock: systemClock };
+    const started = Date.now();
+    const ended: Record<string, number> = {};
+    await Promise.all(
+      ['small', 'f2'].map((name) =>
+        planAndPaceHere(plane, async () => {
+          await handleTaintManagerMessage(plane, { cluster: name, reason: 'taints-changed' });
+          ended[name] = Date.now() - started;
+        }),
+      ),
+    );
+    // Its ten rows are all first rows. Waiting for f2's first eviction (a second at most) would end it after
+    // the blocked rows' retry had found its own evictions blocked meanwhile.
+    expect(ended.small).toBeLessThan(700);
+    expect(ended.f2).toBeGreaterThan(1500);
+  });
+
   it('waits a second at most for a cluster whose listing takes longer', async () => {
     const { at } = await twoFailed(2500);
     const waited = at('record f1 68 in the background') - at('record f1 32');
