@@ -20,7 +20,7 @@ import { createServer as createTcpServer } from 'node:net';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { HOST_NODE_FLAGS } from '../../shared/local/nodeFlags';
+import { localHostArgs } from '../../shared/local/nodeFlags';
 import {
   Binding,
   deployments,
@@ -243,7 +243,7 @@ async function startApp(env: Record<string, string>, port: number, logPath: stri
   const inherited = { ...process.env };
   delete inherited.AzureWebJobsStorage;
   delete inherited.AZURITE_LOCATION;
-  const child = spawn(process.execPath, [...HOST_NODE_FLAGS, '--import', 'tsx', join(ROOT, 'shared', 'local', 'main.ts')], {
+  const child = spawn(process.execPath, localHostArgs(), {
     cwd: ROOT,
     env: { ...inherited, ...env, PORT: String(port) },
     stdio: ['ignore', fd, fd],

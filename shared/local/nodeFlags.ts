@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+
 /**
  * The V8 flags the host runs with: locally (`npm start`, and the hosts the tests and benches start) and on
  * Azure (the app setting `languageWorkers__node__arguments`, infra/app.bicep). A test keeps the three the same.
@@ -9,3 +11,6 @@
  * registrations as fast (docs/measurements.md, "Host memory").
  */
 export const HOST_NODE_FLAGS: readonly string[] = ['--heap-growing-percent=100'];
+
+/** Node's arguments that start the local host as `npm start` does: these flags, tsx, `shared/local/main.ts`. */
+export const localHostArgs = (): string[] => [...HOST_NODE_FLAGS, '--import', 'tsx', join(__dirname, 'main.ts')];

@@ -1,6 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { HOST_NODE_FLAGS } from '../../shared/local/nodeFlags';
+import { localHostArgs } from '../../shared/local/nodeFlags';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -14,7 +14,7 @@ export interface HostProcess {
 /** Starts `shared/local/main.ts` (what `npm start` runs) as a child process and waits until it serves. */
 export async function startHostProcess(env: Record<string, string> = {}, args: string[] = []): Promise<HostProcess> {
   const profile = process.env.HOST_CPU_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${process.env.HOST_CPU_PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...profile, ...HOST_NODE_FLAGS, '--import', 'tsx', join(ROOT, 'shared', 'local', 'main.ts'), ...args], {
+  const child = spawn(process.execPath, [...profile, ...localHostArgs(), ...args], {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
