@@ -30,7 +30,7 @@ var deploymentContainer = 'app-package'
 // What the code uses (shared/queue/storageQueue.ts QUEUES, shared/store/tableStorage.ts TABLES); each
 // queue also gets its `-poison` queue. A test keeps these lists in step with the code.
 var queueNames = ['taint-evaluations', 'taint-manager', 'evictions', 'scheduler', 'application-failover', 'apply-chunks']
-var tableNames = ['clusters', 'clustertaintpolicies', 'events', 'leases', 'bindings', 'ledger', 'propagationpolicies', 'resourcetemplates', 'karmadastate', 'failoverbudgets', 'applyoperations']
+var tableNames = ['clusters', 'clustertaintpolicies', 'events', 'leases', 'bindings', 'ledger', 'writejournal', 'propagationpolicies', 'resourcetemplates', 'karmadastate', 'failoverbudgets', 'applyoperations']
 
 // Built-in role definition IDs.
 var roles = {

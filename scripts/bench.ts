@@ -146,7 +146,7 @@ async function evictionRun(hosts: number, rate: number, count: number) {
   const running: HostProcess[] = await Promise.all(
     Array.from({ length: hosts }, () => startHostProcess({ AzureWebJobsStorage: connection, FAILOVER_ENABLED: 'true', RESOURCE_EVICTION_RATE: String(rate) })),
   );
-  const ledger = new TableLedger(env.storage.table(TABLES.ledger));
+  const ledger = new TableLedger(env.storage.table(TABLES.ledger), env.storage.table(TABLES.journal));
   const ops = () => tableProxy.count() + queueProxy.count();
   try {
     await applyObjects(

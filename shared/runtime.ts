@@ -105,7 +105,7 @@ export function createControlPlane(storage: StorageClients, config: AppConfig, o
       flights: new TableDocumentStore<BudgetFlight>(storage.table(TABLES.budgets), 'flight'),
     },
     fleetSummary: new TableDocumentStore<FleetSummary>(storage.table(TABLES.clusters), 'summary'),
-    ledger: new TableLedger(storage.table(TABLES.ledger)),
+    ledger: new TableLedger(storage.table(TABLES.ledger), storage.table(TABLES.journal)),
     taintManager: new StorageMessageQueue<TaintManagerMessage>(storage.queue(QUEUES.taintManager)),
     evictions: new StorageMessageQueue<EvictionBatch>(storage.queue(QUEUES.evictions)),
     scheduler: new StorageMessageQueue<SchedulerMessage>(storage.queue(QUEUES.scheduler)),

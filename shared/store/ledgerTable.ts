@@ -13,8 +13,9 @@ import type { DueGroup, EvictionLedger, PacerState, VersionedEviction } from './
  * The eviction ledger and the placement index, in one table partitioned by cluster, so that "bindings placed
  * on cluster X" and "evictions from cluster X" are each one partition query, and a recovery abandons a
  * cluster's rows with batched writes. Row keys: `b:<binding>` placement rows, `e:<binding>` ledger rows.
- * Partition `~due` orders pending evictions by due time for the pacer; `~pacer` holds the global rate row;
- * `~journal` the open intents of writes that span tables (`./ledger/journal`).
+ * Partition `~due` orders pending evictions by due time for the pacer; `~pacer` holds the global rate row.
+ * The open intents of writes that span tables (`./ledger/journal`) are kept in a table of their own,
+ * partition `~journal`.
  *
  * The sections live under `./ledger/`: keys and shards (`keys`), the batched transaction helper
  * (`transactions`), entity mapping (`entities`), and one class per section of the port (`placementIndex`,
@@ -34,12 +35,16 @@ export class TableLedger implements EvictionLedger, WriteJournal {
   private readonly due: TableDueOrder;
   private readonly pacer: TablePacerRow;
 
-  /** The layout check (and, once, the move of rows written under another shard count) before the first call. */
+  /** The layout check (and, once, the moves of an older layout: `ensureLedgerLayout`) before the first call. */
   private layout?: Promise<unknown>;
 
-  constructor(private readonly client: TableClient) {
+  /** `client`: the ledger's table; `journalClient`: the write journal's (TABLES.ledger and TABLES.journal). */
+  constructor(
+    private readonly client: TableClient,
+    private readonly journalClient: TableClient,
+  ) {
     this.placements = new TablePlacementIndex(client);
-    this.journal = new TableWriteJournal(client);
+    this.journal = new TableWriteJournal(journalClient);
     this.due = new TableDueOrder(client);
     this.rows = new TableLedgerRows(client, (records) => this.due.addDue(records));
     this.pacer = new TablePacerRow(client);
@@ -47,7 +52,7 @@ export class TableLedger implements EvictionLedger, WriteJournal {
 
   private ready(): Promise<unknown> {
     // A failed check is tried again by the next call rather than remembered.
-    this.layout ??= ensureLedgerLayout(this.client, SHARDS).catch((error: unknown) => {
+    this.layout ??= ensureLedgerLayout(this.client, SHARDS, this.journalClient).catch((error: unknown) => {
       this.layout = undefined;
       throw error;
     });

@@ -25,6 +25,8 @@ export const TABLES = {
   leases: 'leases',
   bindings: 'bindings',
   ledger: 'ledger',
+  // The write journal's open intents (shared/store/ledger/journal.ts): a small table, listed by every planner.
+  journal: 'writejournal',
   propagationPolicies: 'propagationpolicies',
   templates: 'resourcetemplates',
   // FailoverBudgets (standalone; partition `budget`) and what is in flight under each (both modes; partition `flight`).

@@ -33,7 +33,7 @@ describe('fleet-health tiers', () => {
     // (up to a second old) scheduled the first rows of this halted fleet at the primary rate; the worker's
     // halt check, a tick behind, then let them through when the next tick was late. The pacer now judges the
     // fleet afresh when it has rows to claim (test/controllers/pacerFleetSnapshot.test.ts); this test is about the halt.
-    const pacer = new TableLedger(env.storage.table(TABLES.ledger));
+    const pacer = new TableLedger(env.storage.table(TABLES.ledger), env.storage.table(TABLES.journal));
     await waitFor(
       async () => {
         const { state } = await pacer.getPacerState();

@@ -49,7 +49,7 @@ describe('a lost answer, retried', () => {
   });
 
   it('opens a write intent whose create landed and whose answer was lost, instead of failing the apply with 409', async () => {
-    const ledger = new TableLedger(storage.table(TABLES.ledger));
+    const ledger = new TableLedger(storage.table(TABLES.ledger), storage.table(TABLES.journal));
     await ledger.getPacerState(); // the once-per-process layout check is not the request cut below
     const intent = { id: randomUUID(), openedAt: new Date().toISOString(), placements: [] };
     proxy.cutResponses(1, { bytes: 0 });

@@ -31,7 +31,7 @@ function tableSubject(env: () => TestStorage): Subject {
     docs: async <T>() => new TableDocumentStore<T>(env().storage.table('scratch'), `docs${tables++}`),
     events: async () => new TableEventLog(await freshTable()),
     leases: async (now) => new TableLeaseStore(await freshTable(), now),
-    ledger: async () => new TableLedger(await freshTable()),
+    ledger: async () => new TableLedger(await freshTable(), await freshTable()),
   };
 }
 

@@ -8,6 +8,7 @@ import { applyTaintPolicy } from '../../shared/controllers/taintPolicies';
 import { bindingKey, EvictionRecord, PlacementFacts } from '../../shared/failover/bindingModel';
 import { createControlPlane } from '../../shared/runtime';
 import { bucketOf } from '../../shared/store/buckets';
+import { intentEntity } from '../../shared/store/ledger/journal';
 import { submit, submitOrOneByOne } from '../../shared/store/ledger/transactions';
 import { shardOf, TableLedger } from '../../shared/store/ledgerTable';
 import { mutate, write } from '../../shared/store/optimistic';
@@ -20,7 +21,10 @@ let env: TestStorage;
 beforeAll(async () => {
   env = await startTestStorage();
   await env.storage.tableService().createTable('scratch');
+  await env.storage.tableService().createTable('ledgerjournal');
 });
+/** The write journal's table the ledgers of these tests share (the move test has its own). */
+const sharedJournal = () => env.storage.table('ledgerjournal');
 afterAll(async () => env.close());
 
 describe('TableDocumentStore on Azurite', () => {
@@ -297,7 +301,7 @@ describe('TableLedger storage layout', () => {
 
   it('creates absent placement rows, per partition batch, and never overwrites a stored one', async () => {
     await env.storage.tableService().createTable('ledgercreate');
-    const ledger = new TableLedger(env.storage.table('ledgercreate'));
+    const ledger = new TableLedger(env.storage.table('ledgercreate'), sharedJournal());
     const [x, y, z] = sameShard(3);
     const other = ['a', 'b', 'c', 'd'].find((n) => shardOf(keyOf(n)) !== shardOf(keyOf(x)))!;
     await ledger.upsertPlacements([{ ...placement(x), replicas: 7, rev: 9 }]);
@@ -313,7 +317,7 @@ describe('TableLedger storage layout', () => {
     expect(['rb:ns:a', 'rb:default:web', 'crb:global'].map(shardOf)).toEqual(['07', '02', '03']);
     await env.storage.tableService().createTable('ledgerlayout');
     const client = env.storage.table('ledgerlayout');
-    const ledger = new TableLedger(client);
+    const ledger = new TableLedger(client, sharedJournal());
     await ledger.upsertPlacements([placement('a')]);
     await ledger.recordEvictions([{ record: record('a', { traceparent: 'tp' }) }]);
     const state = {
@@ -378,7 +382,7 @@ describe('TableLedger storage layout', () => {
     await env.storage.tableService().createTable('ledgermove');
     const client = env.storage.table('ledgermove');
     // What a store written by the 64-shard layout holds: rows of m1 in shards 27 and 3b, a due entry, the pacer row.
-    const old = new TableLedger(client);
+    const old = new TableLedger(client, sharedJournal());
     await old.upsertPlacements([placement('a'), placement('b')]);
     await old.recordEvictions([{ record: record('a') }]);
     const written: Array<Record<string, unknown>> = [];
@@ -390,7 +394,7 @@ describe('TableLedger storage layout', () => {
     }
     await client.deleteEntity('~pacer', 'layout');
 
-    const upgraded = new TableLedger(client);
+    const upgraded = new TableLedger(client, sharedJournal());
     expect((await upgraded.listPlacements('m1')).map((p) => p.name).sort()).toEqual(['a', 'b']);
     const a = (await upgraded.getEviction('m1', keyOf('a')))!;
     expect(a.record).toEqual(record('a'));
@@ -404,15 +408,42 @@ describe('TableLedger storage layout', () => {
     expect(keys).toContain(`~due/2026-01-01T00:01:00.000Z|m1|${shardOf(keyOf('a'))}`);
   });
 
+  it('moves the open intents an older version kept in the ledger table into the journal table, once, losing none', async () => {
+    await env.storage.tableService().createTable('ledgerintents');
+    await env.storage.tableService().createTable('ledgerintentsjournal');
+    const client = env.storage.table('ledgerintents');
+    const journal = env.storage.table('ledgerintentsjournal');
+    // What the older layout holds: the current shard count, and two intents in the ledger's own `~journal` partition.
+    const older = [
+      { id: 'i1', openedAt: '2026-01-01T00:00:00.000Z', placements: [{ key: keyOf('a'), rev: 2, clusters: ['m1', 'm2'] }] },
+      { id: 'i2', openedAt: '2026-01-01T00:00:01.000Z', claimedAt: '2026-01-01T00:00:30.000Z', derive: true as const },
+    ];
+    await client.createEntity({ partitionKey: '~pacer', rowKey: 'layout', shards: 8, moved: 0 });
+    for (const intent of older) await client.createEntity(intentEntity(intent));
+
+    const upgraded = new TableLedger(client, journal);
+    const listed = await upgraded.listIntents();
+    expect(listed.map(({ intent }) => intent).sort((a, b) => a.id.localeCompare(b.id))).toEqual(older);
+    const left: string[] = [];
+    for await (const entity of client.listEntities<Record<string, unknown>>()) left.push(`${entity.partitionKey}/${entity.rowKey}`);
+    expect(left).toEqual(['~pacer/layout']);
+    expect(await client.getEntity('~pacer', 'layout')).toMatchObject({ shards: 8, journalTable: true, moved: 2 });
+    // The moved intents are the journal's own: closed at the ETags it lists.
+    expect(await upgraded.closeIntents(listed.map(({ intent, etag }) => ({ id: intent.id, etag })))).toEqual([true, true]);
+    // A second process finds the layout current and moves nothing.
+    await client.createEntity(intentEntity({ id: 'i3', openedAt: '2026-01-01T00:00:02.000Z' }));
+    expect(await new TableLedger(client, journal).listIntents()).toEqual([]);
+  });
+
   it('checks the layout once per process: one read when it is current', async () => {
     await env.storage.tableService().createTable('ledgercurrent');
-    await new TableLedger(env.storage.table('ledgercurrent')).getPacerState();
+    await new TableLedger(env.storage.table('ledgercurrent'), sharedJournal()).getPacerState();
     let requests = 0;
     const client = TableClient.fromConnectionString(env.azurite.connectionString, 'ledgercurrent', {
       allowInsecureConnection: true,
       additionalPolicies: [{ policy: { name: 'count', sendRequest: (request, next) => (requests++, next(request)) }, position: 'perCall' }],
     });
-    const ledger = new TableLedger(client);
+    const ledger = new TableLedger(client, sharedJournal());
     await ledger.getPacerState();
     expect(requests).toBe(2);
     await ledger.getPacerState();
@@ -431,7 +462,7 @@ describe('TableLedger storage layout', () => {
       allowInsecureConnection: true,
       additionalPolicies: [{ policy: counter, position: 'perCall' }],
     });
-    const ledger = new TableLedger(client);
+    const ledger = new TableLedger(client, sharedJournal());
     await ledger.getPacerState(); // the once-per-process layout check is not part of any call's cost
     const cost = async (call: () => Promise<unknown>) => {
       const before = requests;
@@ -499,7 +530,7 @@ describe("the ledger's listings of a cluster's rows", () => {
       additionalPolicies: [{ policy: gauge, position: 'perCall' }],
     });
     await env.storage.tableService().createTable('ledgerlistings');
-    const ledger = new TableLedger(client);
+    const ledger = new TableLedger(client, sharedJournal());
     const clusters = ['c1', 'c2', 'c3', 'c4'];
     const placement = (cluster: string, name: string): PlacementFacts => ({
       cluster,

@@ -79,7 +79,8 @@ describe('Table ledger on Azurite', () => {
   cases(async () => {
     const name = `journal${process.pid}x${tables++}`;
     await env.storage.tableService().createTable(name);
-    return new TableLedger(env.storage.table(name));
+    await env.storage.tableService().createTable(`${name}intents`);
+    return new TableLedger(env.storage.table(name), env.storage.table(`${name}intents`));
   });
 });
 

@@ -104,7 +104,7 @@ const INTENTS_PER_TRANSACTION = 4;
 /** Closes in flight at once (each is its own conditional delete: a transaction cannot delete at an ETag). */
 const CLOSE_CONCURRENCY = 16;
 
-/** The journal partition (`~journal`) of the ledger table. */
+/** The journal partition (`~journal`) of the journal's own table (TABLES.journal). */
 export class TableWriteJournal implements Pick<WriteJournal, 'openIntents' | 'updateIntent' | 'closeIntents' | 'listIntents'> {
   constructor(private readonly client: TableClient) {}
 

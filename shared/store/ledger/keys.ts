@@ -4,8 +4,9 @@ import { bucketOf } from '../buckets';
 /**
  * Keys of the ledger table. One table, partitioned by cluster shard: row keys `b:<binding>` are placement
  * rows and `e:<binding>` ledger rows; partition `~due` orders pending evictions by due time for the pacer,
- * `~pacer` holds the global rate row, and `~journal` the open intents of writes that span tables. The in-memory ledger uses the same keys, so it orders rows the
- * way the service does.
+ * and `~pacer` holds the global rate row. The open intents of writes that span tables are partition
+ * `~journal` of the journal's own table. The in-memory ledger uses the same keys, so it orders rows the way
+ * the service does.
  */
 
 export const PLACEMENT = 'b:';

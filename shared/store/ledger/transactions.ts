@@ -145,17 +145,19 @@ export async function queryAll<T>(client: TableClient, filter: string, select?: 
 }
 
 /**
- * Moves entities to other partitions, losing none: each is created at its new key (one already there was
- * moved, maybe updated, by another process, and is kept), then its old row is deleted at the ETag read (a
- * row changed or gone meanwhile is left). Safe to repeat and to run in two processes at once.
+ * Moves entities to other partitions (of `client`'s table, or of `target`'s), losing none: each is created at
+ * its new key (one already there was moved, maybe updated, by another process, and is kept), then its old row
+ * is deleted at the ETag read (a row changed or gone meanwhile is left). Safe to repeat and to run in two
+ * processes at once.
  */
 export async function moveEntities(
   client: TableClient,
   moves: Array<{ from: { partitionKey: string; rowKey: string; etag: string }; toPartition: string; entity: Record<string, unknown> }>,
+  target: TableClient = client,
 ): Promise<void> {
   if (moves.length === 0) return;
   await submitOrOneByOne(
-    client,
+    target,
     moves.map(({ from, toPartition, entity }): TransactionAction => {
       const properties = Object.fromEntries(
         Object.entries(entity).filter(([name]) => !['etag', 'timestamp', 'odata.metadata', 'partitionKey', 'rowKey'].includes(name)),

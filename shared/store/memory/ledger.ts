@@ -75,7 +75,7 @@ const WRITES: ReadonlySet<LedgerMethod> = new Set<LedgerMethod>([
  *   others (as the Table adapter does after its batch fails on a conflict) and writes the due groups of
  *   pending rows.
  *
- * - The write journal (`~journal`) as the Table adapter keeps it: `closeIntents` deletes each intent at its
+ * - The write journal (partition `~journal` of its own table) as the Table adapter keeps it: `closeIntents` deletes each intent at its
  *   ETag on its own (false for one a repair claimed), `openIntents` creates them.
  *
  * Every call is atomic with respect to other calls (the Table adapter's read-then-delete in
