@@ -1,16 +1,18 @@
 import { RecentCache } from '../cache';
 import { sleep } from '../clock';
 import { parseBindingKey } from '../failover/bindingModel';
+import { DRAIN_REASON } from '../failover/drain';
 import { FAILBACK_REASON } from '../failover/failback';
 import type { VersionedEviction } from '../store/ports';
 import { annotate, ATTR, inSpan } from '../telemetry/tracing';
 import { promptRead, SwitchCheck } from './evictionChecks';
 import { finishEviction, landedAt, type WorkerOutcome } from './evictionCommit';
 import { settleEviction } from './evictionEffect';
+import { warmFailbackWindows } from './failback';
 import { settleFailback } from './failbackEffect';
 import { unschedule } from './pacer';
 import type { ControlPlane, EvictionBatch, EvictionMessage } from './ports';
-import { recentPacerState } from './state/reads';
+import { fleetClusters, recentPacerState } from './state/reads';
 
 const MAX_SLOT_WAIT_MS = 15_000;
 /** A scheduled row this long past its slot has lost its message or its worker (a live worker acts at the slot). */
@@ -101,6 +103,13 @@ export async function settleScheduledRow(plane: ControlPlane, row: VersionedEvic
   // rather than after it (one round trip less between the slot and the eviction; unused if the row is held).
   const sourceRead = record.reason === FAILBACK_REASON ? undefined : promptRead(plane, record.cluster, bindingRead);
   void sourceRead?.catch(() => undefined);
+  // What the eviction reads after its checks, the fleet view (where the binding can go) and a failure's
+  // failback windows, is asked for now, beside the checks' reads: both are per-process copies that callers
+  // share, so the eviction finds them there instead of waiting two more round trips after its slot.
+  if (sourceRead && mode === 'evict') {
+    void fleetClusters(plane).catch(() => undefined);
+    if (record.reason !== DRAIN_REASON) warmFailbackWindows(plane);
+  }
   const switches = await SwitchCheck.read(plane, record);
   const binding = await bindingRead;
   // This decision already took the cluster out (the attempt that did it died before its commit).

@@ -77,6 +77,11 @@ function loadPolicyWindows(plane: ControlPlane): Promise<PolicyWindows> {
   return value;
 }
 
+/** Loads the policies' failback windows into this process's copy, unless it holds a fresh one (a failed listing is not kept). */
+export function warmFailbackWindows(plane: ControlPlane): void {
+  void loadPolicyWindows(plane).catch(() => undefined);
+}
+
 /** The policy keys Karmada writes on a binding as labels (older Karmada) or annotations (newer): both are read. */
 const POLICY_NAME_KEYS = ['propagationpolicy.karmada.io/name', 'propagationpolicy.karmada.io/namespace', 'clusterpropagationpolicy.karmada.io/name'];
 

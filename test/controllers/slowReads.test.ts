@@ -145,3 +145,35 @@ describe('the worker and slow storage reads', () => {
     expect((await m.plane.bindings.get('rb:default:web'))!.value.spec.clusters?.map((c) => c.name)).toEqual(['c1']);
   });
 });
+
+describe("the worker's reads", () => {
+  it('asks for the fleet view and the failback windows beside its first reads, not after them', async () => {
+    const { m, message } = await oneScheduledEviction();
+    // Every copy the worker could hold has aged out: it reads the fleet summary and the policies itself.
+    m.clock.advance(60_000);
+    const order: string[] = [];
+    const getBinding = m.plane.bindings.get.bind(m.plane.bindings);
+    m.plane.bindings.get = async (id: string) => {
+      const answer = await getBinding(id);
+      // Answered a moment later than served, as a busy storage service answers.
+      await sleepReal(20);
+      order.push('binding answered');
+      return answer;
+    };
+    const getSummary = m.plane.fleetSummary.get.bind(m.plane.fleetSummary);
+    m.plane.fleetSummary.get = async (id: string) => {
+      order.push('fleet summary asked');
+      return getSummary(id);
+    };
+    const listPolicies = m.plane.propagationPolicies.list.bind(m.plane.propagationPolicies);
+    m.plane.propagationPolicies.list = async (...args: Parameters<typeof listPolicies>) => {
+      order.push('policies asked');
+      return listPolicies(...args);
+    };
+    expect(await executeEviction(m.plane, { ...message, slot: m.clock.now().toISOString() })).toBe('evicted');
+    expect(order.indexOf('fleet summary asked')).toBeGreaterThanOrEqual(0);
+    expect(order.indexOf('fleet summary asked')).toBeLessThan(order.indexOf('binding answered'));
+    expect(order.indexOf('policies asked')).toBeGreaterThanOrEqual(0);
+    expect(order.indexOf('policies asked')).toBeLessThan(order.indexOf('binding answered'));
+  });
+});
