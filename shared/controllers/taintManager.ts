@@ -163,9 +163,17 @@ async function planClusterRows(plane: ControlPlane, name: string, handedOver: ()
         rows.map((row) => ({ row, priority: row.change.record.priority ?? 0, dueAt: Date.parse(row.change.record.dueAt) })),
         now.getTime(),
       ).map(({ row }) => row);
-      const first = await planRows(plane, byDueOrder.slice(0, FIRST_ROWS));
+      // Handed over as soon as they are stored: the short passes slot them from the planner's copy, so their
+      // due entries (the way to them for a pass that reads storage) are written meanwhile.
+      let slotted: Promise<number | undefined> | undefined;
+      const first = await planRows(plane, byDueOrder.slice(0, FIRST_ROWS), {
+        onStored: (stored) => {
+          handedOver();
+          slotted = paceFirstRows(plane, stored);
+        },
+      });
       handedOver();
-      const firstSlot = await paceFirstRows(plane, first);
+      const firstSlot = await (slotted ?? paceFirstRows(plane, first));
       // Let go once the first eviction has had its slot and the moment its reads take; at once without a slot.
       setTimeout(firstEvictionDue, firstSlot === undefined ? 0 : Math.max(0, firstSlot + FIRST_EVICTION_READS_MS - plane.clock.now().getTime()));
       const rest = byDueOrder.slice(FIRST_ROWS);

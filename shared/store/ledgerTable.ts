@@ -7,7 +7,7 @@ import { ensureLedgerLayout } from './ledger/layout';
 import { TableLedgerRows } from './ledger/ledgerRows';
 import { TablePacerRow } from './ledger/pacerRow';
 import { TablePlacementIndex } from './ledger/placementIndex';
-import type { DueGroup, EvictionLedger, PacerState, VersionedEviction } from './ports';
+import type { DueGroup, EvictionLedger, PacerState, RecordOptions, VersionedEviction } from './ports';
 
 /**
  * The eviction ledger and the placement index, in one table partitioned by cluster, so that "bindings placed
@@ -128,10 +128,7 @@ export class TableLedger implements EvictionLedger, WriteJournal {
     await this.ready();
     return this.rows.getEviction(cluster, bindingKey);
   }
-  async recordEvictions(
-    rows: Array<{ record: EvictionRecord; replaceEtag?: string }>,
-    options: { background?: boolean } = {},
-  ): Promise<Array<string | undefined>> {
+  async recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, options: RecordOptions = {}): Promise<Array<string | undefined>> {
     await this.ready();
     return this.rows.recordEvictions(rows, options);
   }

@@ -193,6 +193,12 @@ export interface VersionedEviction {
   etag: string;
 }
 
+/** How `recordEvictions` writes: see there. */
+export interface RecordOptions {
+  background?: boolean;
+  onStored?: (etags: Array<string | undefined>) => void;
+}
+
 /**
  * The eviction ledger and the placement index: one row per (cluster, binding) eviction decision, one
  * placement row per (cluster, binding) placed, due groups in due order for the pacer, and the pacer's row.
@@ -223,8 +229,10 @@ export interface EvictionLedger {
    * entry. Returns each row's ETag as written, in input order; undefined for a row skipped (it was there, or
    * changed). `background`: rows that are not needed at once (the rest of a large plan, after its first
    * rows): their transactions go a few at a time per process, so storage serves the pacer's requests between them.
+   * `onStored`: called with the ETags once the rows are stored, before their due entries are written (a caller
+   * that hands the rows on itself, as the planner hands its first rows to the short passes, need not wait for those).
    */
-  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, options?: { background?: boolean }): Promise<Array<string | undefined>>;
+  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, options?: RecordOptions): Promise<Array<string | undefined>>;
   /** Moves rows to a new state with their ETags, batched; rejects when one of them changed. Returns the new ETags. */
   updateEvictions(updates: Array<{ record: EvictionRecord; etag: string }>): Promise<Array<string | undefined>>;
   /** One row with its ETag; false when someone else changed (or deleted) it first. */

@@ -89,6 +89,26 @@ describe('a planner while the planning loop runs here', () => {
   });
 });
 
+describe("a planner's first rows and their due entries", () => {
+  it('are handed to the short passes once stored, while their due entries are still being written', async () => {
+    const { m, steps, ledger } = await oneFailedCluster();
+    // Storage answers the due entries' write slowly (as when the other clusters' scans queue before it).
+    ledger.recordEvictions = async (rows, options) => {
+      const etags = await m.ledger.recordEvictions(rows, { ...options, onStored: undefined });
+      options?.onStored?.(etags);
+      await sleep(500);
+      steps.push(`due entries of ${rows.length} written`);
+      return etags;
+    };
+    const plane = { ...m.plane, ledger, clock: systemClock };
+    await planAndPaceHere(plane, () => handleTaintManagerMessage(plane, { cluster: 'f1', reason: 'taints-changed' }));
+    expect(steps.slice(0, 2)).toEqual(['slots handed out', 'due entries of 32 written']);
+    const rows = await m.ledger.listEvictions('f1');
+    expect(rows).toHaveLength(100);
+    expect(rows.filter((row) => row.record.scheduledFor).length).toBeGreaterThan(0);
+  });
+});
+
 describe('a message that plans nothing while other rows are due', () => {
   it('paces them with short passes and leaves the series a full look-ahead out for the timer', async () => {
     const m = memoryPlane({ RESOURCE_EVICTION_RATE: '50' });

@@ -451,6 +451,34 @@ describe('TableLedger storage layout', () => {
     expect(requests).toBe(4);
   });
 
+  it('says the rows are stored (with their ETags) before it writes their due entries', async () => {
+    await env.storage.tableService().createTable('ledgerstored');
+    const sent: string[] = [];
+    const client = TableClient.fromConnectionString(env.azurite.connectionString, 'ledgerstored', {
+      allowInsecureConnection: true,
+      additionalPolicies: [
+        { policy: { name: 'log', sendRequest: (request, next) => (sent.push(decodeURIComponent(request.url)), next(request)) }, position: 'perCall' },
+      ],
+    });
+    const ledger = new TableLedger(client, sharedJournal());
+    await ledger.getPacerState(); // the layout check
+    sent.length = 0;
+    let stored: Array<string | undefined> = [];
+    const etags = await ledger.recordEvictions([{ record: record('s1') }, { record: record('s2') }], {
+      onStored: (given) => {
+        stored = given;
+        sent.push('stored');
+      },
+    });
+    expect(stored).toEqual(etags);
+    expect(etags.every((etag) => typeof etag === 'string')).toBe(true);
+    const at = sent.indexOf('stored');
+    expect(at).toBeGreaterThan(0);
+    expect(sent.slice(0, at).some((url) => url.includes('~due'))).toBe(false);
+    expect(sent.slice(at + 1).length).toBeGreaterThan(0);
+    expect((await ledger.listDue('2026-01-01T00:02:00.000Z', 10)).map((group) => group.cluster)).toContain('m1');
+  });
+
   it('costs the same storage requests per call: one transaction per partition and 100 rows', async () => {
     await env.storage.tableService().createTable('ledgerrequests');
     let requests = 0;

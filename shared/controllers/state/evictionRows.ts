@@ -77,22 +77,29 @@ async function addDueEntries(plane: ControlPlane, applied: ReadonlyArray<RowWrit
 
 /**
  * New decisions' rows (`plan` changes): created, or replacing a finished row at its ETag. Creates their due
- * entries. Returns the rows written with their ETags (a row another pass planned first is left out).
+ * entries. Returns the rows written with their ETags (a row another pass planned first is left out);
+ * `onStored` gets the same once the rows are stored, before their due entries are written.
  */
 export async function planRows(
   plane: ControlPlane,
   rows: ReadonlyArray<{ change: RowChange; replaceEtag?: string }>,
-  options: { background?: boolean } = {},
+  options: { background?: boolean; onStored?: (written: VersionedEviction[]) => void } = {},
 ): Promise<VersionedEviction[]> {
   if (rows.length === 0) return [];
+  const written = (etags: Array<string | undefined>): VersionedEviction[] =>
+    rows.flatMap(({ change }, i) => {
+      const etag = etags[i];
+      return etag === undefined ? [] : [{ record: change.record, etag }];
+    });
+  const { onStored } = options;
   const etags = await plane.ledger.recordEvictions(
     rows.map(({ change, replaceEtag }) => ({ record: change.record, ...(replaceEtag ? { replaceEtag } : {}) })),
-    options,
+    {
+      ...(options.background ? { background: true } : {}),
+      ...(onStored ? { onStored: (stored: Array<string | undefined>) => onStored(written(stored)) } : {}),
+    },
   );
-  return rows.flatMap(({ change }, i) => {
-    const etag = etags[i];
-    return etag === undefined ? [] : [{ record: change.record, etag }];
-  });
+  return written(etags);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { odata, TableClient, TableTransaction, TransactionAction } from '@azure/data-tables';
 import { Limiter } from '../../concurrency';
 import type { EvictionRecord, EvictionState } from '../../failover/bindingModel';
-import type { VersionedEviction } from '../ports';
+import type { RecordOptions, VersionedEviction } from '../ports';
 import { evictionEntity, evictionFromEntity } from './entities';
 import { clusterPartition, clusterRange, EVICTION, EVICTION_ROWS, PLACEMENT, rowRange } from './keys';
 import { queryAll, statusOf, submit, submitOrOneByOne } from './transactions';
@@ -56,16 +56,14 @@ export class TableLedgerRows {
    * Records new decisions: rows that do not exist are created, rows given with an ETag (an ended row from
    * an earlier failure) are replaced; pending ones get a due entry. Batched per partition.
    */
-  async recordEvictions(
-    rows: Array<{ record: EvictionRecord; replaceEtag?: string }>,
-    options: { background?: boolean } = {},
-  ): Promise<Array<string | undefined>> {
+  async recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, options: RecordOptions = {}): Promise<Array<string | undefined>> {
     const actions: TransactionAction[] = rows.map(({ record, replaceEtag }) =>
       replaceEtag ? ['update', evictionEntity(record), 'Replace', { etag: replaceEtag }] : ['create', evictionEntity(record)],
     );
     // The rows before their due groups: a pacer that lists a group written after its rows finds them when it
     // reads the group, and one that read the group before keeps it (its delete is conditional on the version).
     const etags = await submitOrOneByOne(this.client, actions, undefined, options.background ? this.background : undefined);
+    options.onStored?.(etags);
     await this.addDue(rows.filter((r) => r.record.state === 'pending').map((r) => r.record));
     return etags;
   }

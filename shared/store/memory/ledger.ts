@@ -33,7 +33,7 @@ import {
 import { scanStates } from '../ledger/ledgerRows';
 import { initialPacerState, pacerEntity, pacerFromEntity } from '../ledger/pacerRow';
 import { statusOf, transactionChunks } from '../ledger/transactions';
-import type { DueGroup, EvictionLedger, PacerState, VersionedEviction } from '../ports';
+import type { DueGroup, EvictionLedger, PacerState, RecordOptions, VersionedEviction } from '../ports';
 import { BeforeWrite, FaultOptions, Faults } from './faults';
 import { MemoryAction, MemoryTable, StoredEntity } from './table';
 
@@ -245,7 +245,7 @@ export class MemoryLedger implements EvictionLedger, WriteJournal {
     });
   }
 
-  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, _options: { background?: boolean } = {}): Promise<Array<string | undefined>> {
+  recordEvictions(rows: Array<{ record: EvictionRecord; replaceEtag?: string }>, options: RecordOptions = {}): Promise<Array<string | undefined>> {
     return this.call('recordEvictions', [rows], () => {
       const actions: MemoryAction[] = rows.map(({ record, replaceEtag }) =>
         replaceEtag ? { type: 'update', entity: evictionEntity(record), etag: replaceEtag } : { type: 'create', entity: evictionEntity(record) },
@@ -259,6 +259,7 @@ export class MemoryLedger implements EvictionLedger, WriteJournal {
       } catch (error) {
         failure = error instanceof Error ? error : new Error(String(error));
       }
+      if (failure === undefined) options.onStored?.(etags);
       this.writeDue(rows.filter((r) => r.record.state === 'pending').map((r) => r.record));
       if (failure !== undefined) throw failure;
       return etags;
