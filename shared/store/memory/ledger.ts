@@ -75,8 +75,9 @@ const WRITES: ReadonlySet<LedgerMethod> = new Set<LedgerMethod>([
  *   others (as the Table adapter does after its batch fails on a conflict) and writes the due groups of
  *   pending rows.
  *
- * - The write journal (partition `~journal` of its own table) as the Table adapter keeps it: `closeIntents` deletes each intent at its
- *   ETag on its own (false for one a repair claimed), `openIntents` creates them.
+ * - The write journal (partition `~journal` of its own table) as the Table adapter keeps it:
+ *   `closeIntents` deletes each intent at its ETag on its own (false for one a repair claimed),
+ *   `openIntents` creates them.
  *
  * Every call is atomic with respect to other calls (the Table adapter's read-then-delete in
  * `removePlacement` is two requests; here it is one step). `failNext` and `beforeWrite` make chosen calls
