@@ -1,6 +1,7 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
-import { HttpRequest, HttpResponse, HttpResponseInit } from '@azure/functions';
+import { HttpRequest, HttpRequestInit, HttpResponse, HttpResponseInit } from '@azure/functions';
 import { loadConfig } from '../config';
+import { BufferedRequest } from './bufferedRequest';
 import type { RegisteredFunction } from './functionsCore';
 import { triggerOf } from './functionsCore';
 import type { Invoke } from './invoke';
@@ -134,14 +135,15 @@ export class HttpRunner {
     const headers = Object.fromEntries(
       Object.entries(req.headers).flatMap(([key, value]) => (value === undefined ? [] : [[key, Array.isArray(value) ? value.join(', ') : value]])),
     );
+    const method = req.method ?? 'GET';
+    const href = url.toString();
     const request = new HttpRequest({
-      method: req.method ?? 'GET',
-      url: url.toString(),
-      headers,
+      method,
+      url: href,
       query: Object.fromEntries(url.searchParams.entries()),
       params: found.params,
-      body: { bytes: body },
-    });
+      nativeRequest: new BufferedRequest(href, method, headers, method === 'GET' || method === 'HEAD' ? undefined : body) as unknown as Request,
+    } as HttpRequestInit);
     let status = 500;
     // The response is built inside the invocation so its log line carries the real status.
     const respond = async (...args: unknown[]) => {
