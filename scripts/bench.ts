@@ -505,7 +505,11 @@ async function main() {
     return;
   }
   if (process.argv[2] === 'register') {
-    console.log(JSON.stringify(await registrationLoad(Number(process.argv[3] ?? 1000), Number(process.argv[4] ?? 32))));
+    const run = await registrationLoad(Number(process.argv[3] ?? 1000), Number(process.argv[4] ?? 32));
+    console.log(
+      `${run.clusters} new clusters, ${run.concurrency} in flight: ${run.reportsPerSecond} reports/s, p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms, ${run.sent - run.ok} errors (target ≥ 500/s, 0 errors)`,
+    );
+    console.log(JSON.stringify(run));
     return;
   }
   if (process.argv[2] === 'appfailover') {
@@ -517,7 +521,12 @@ async function main() {
     return;
   }
   if (process.argv[2] === 'templates') {
-    console.log(JSON.stringify(await templatesRun(Number(process.argv[3] ?? 10_000))));
+    const run = await templatesRun(Number(process.argv[3] ?? 10_000));
+    console.log(
+      `${run.templates} templates + policy, one apply: ${run.templatesPerSecond}/s, ${run.requestsPerTemplate} requests each (target ≥ 1,000/s, ≤ 2.1 requests each)`,
+    );
+    console.log(`policy change re-deriving ${run.rederived} bindings: ${run.bindingsPerSecond}/s (target ≥ 1,000/s)`);
+    console.log(JSON.stringify(run));
     return;
   }
   if (process.argv[2] === 'idle') return void (await idleBench(process.argv.slice(3)));
@@ -603,6 +612,7 @@ async function main() {
   // 32 in flight shows the saturation throughput and its queueing latency.
   const webhook = await webhookLoad(100, 20_000, 8, 20);
   const webhookSaturated = await webhookLoad(100, 20_000, 32, 20);
+  const registration = await registrationLoad(1000, 32);
   const applicationFailover = await applicationFailoverDelay(20, 3);
   const templates = await templatesRun(10_000);
   const karmada = await karmadaRun();
@@ -623,6 +633,7 @@ async function main() {
     },
     planning,
     webhook: { ...webhook, saturated: webhookSaturated },
+    registration,
     applicationFailover: { ...applicationFailover, note: 'eviction time minus first Unhealthy report minus tolerationSeconds' },
     templates,
     karmada,
@@ -668,6 +679,12 @@ async function main() {
       `${webhookSaturated.requestsPerSecond}/s`,
       `p99 ${webhookSaturated.p99Ms} ms (p50 ${webhookSaturated.p50Ms})`,
       '(saturation)',
+    ],
+    [
+      `new clusters registering by their first signed report, ${registration.clusters}, ${registration.concurrency} in flight`,
+      `${registration.reportsPerSecond}/s`,
+      `p99 ${registration.p99Ms} ms, ${registration.sent - registration.ok} errors`,
+      '≥ 500/s, 0 errors',
     ],
     [
       `application failover beyond toleration (${applicationFailover.tolerationSeconds} s)`,
