@@ -16,7 +16,7 @@ import {
   templateReplicas,
 } from '../failover/templates';
 import { keep, mutate, write } from '../store/optimistic';
-import { type BatchDocumentStore, canWriteMany, type DocumentStore, listByPrefix, type Versioned } from '../store/ports';
+import { type BatchDocumentStore, canWriteMany, type DocumentStore, type EventRecord, listByPrefix, type Versioned } from '../store/ports';
 import type { BindingRecord, TemplateRecord } from '../store/records';
 import { appendEvents, applyDerivedBindings, STORED_SHARE_TO_READ } from './bindingBatch';
 import { applyDerivedBinding, deleteBinding, DerivedBindingInput } from './bindings';
@@ -83,6 +83,17 @@ function claimOf(template: Pick<TemplateRecord, 'apiVersion' | 'kind' | 'namespa
 }
 
 const sameClaim = (a: PolicyRef | undefined, b: PolicyRef | undefined) => (a ? policyKey(a) : '') === (b ? policyKey(b) : '');
+
+/**
+ * A new template's one event: a first claim is not a change of claim, so the Created event names it (no
+ * Claimed event beside it: an event less for each template of a bulk import). Claimed and Unclaimed say
+ * that a stored template's claim changed.
+ */
+function createdEvent(record: TemplateRecord, now: Date): EventRecord {
+  const ref = refOf(record);
+  const message = `${ref.kind} created${record.claimedBy ? `, ${claimMessage(record.claimedBy, undefined)}` : ''}`;
+  return templateEvent(ref.kind, display(ref), now, 'Created', message);
+}
 
 function claimMessage(claim: PolicyRef | undefined, before: PolicyRef | undefined): string {
   return claim
@@ -212,11 +223,14 @@ export async function applyTemplate(plane: ControlPlane, input: TemplateInput): 
   if (!record) return result;
   const now = plane.clock.now();
   // A Secret's data never reaches an event or a log: only its kind and name.
-  const events =
-    result !== 'unchanged' ? [templateEvent(ref.kind, display(ref), now, result === 'created' ? 'Created' : 'Configured', `${ref.kind} ${result}`)] : [];
-  if (!sameClaim(before, record.claimedBy) && (record.claimedBy || before))
-    events.push(templateEvent(ref.kind, display(ref), now, record.claimedBy ? 'Claimed' : 'Unclaimed', claimMessage(record.claimedBy, before)));
-  if (events.length > 0) await plane.events.append(events);
+  if (result === 'created') {
+    await plane.events.append([createdEvent(record, now)]);
+  } else {
+    const events = result === 'configured' ? [templateEvent(ref.kind, display(ref), now, 'Configured', `${ref.kind} configured`)] : [];
+    if (!sameClaim(before, record.claimedBy) && (record.claimedBy || before))
+      events.push(templateEvent(ref.kind, display(ref), now, record.claimedBy ? 'Claimed' : 'Unclaimed', claimMessage(record.claimedBy, before)));
+    if (events.length > 0) await plane.events.append(events);
+  }
   if (record.claimedBy) await deriveBinding(plane, record, record.claimedBy, candidates);
   if (result !== 'unchanged' && isPriorityClass(ref)) await priorityClassChanged(plane, ref.name);
   return result;
@@ -265,14 +279,10 @@ export async function applyTemplates(plane: ControlPlane, inputs: TemplateInput[
     const etags = await store.writeMany(records.map((record) => ({ id: templateKey(refOf(record)), value: record })));
     const created = records.filter((_, k) => etags[k] !== undefined);
     fresh.forEach((i, k) => etags[k] !== undefined && (actions[i] = 'created'));
-    const events = created.flatMap((record) => {
-      const ref = refOf(record);
-      const createdEvent = templateEvent(ref.kind, display(ref), now, 'Created', `${ref.kind} created`);
-      return record.claimedBy
-        ? [createdEvent, templateEvent(ref.kind, display(ref), now, 'Claimed', claimMessage(record.claimedBy, undefined))]
-        : [createdEvent];
-    });
-    await appendEvents(plane, events);
+    await appendEvents(
+      plane,
+      created.map((record) => createdEvent(record, now)),
+    );
     const claimed = created.filter((record) => record.claimedBy);
     const derived = await Promise.all(claimed.map((record) => derivedInputOf(plane, record, record.claimedBy!, candidates)));
     await applyDerivedBindings(plane, derived, candidates);

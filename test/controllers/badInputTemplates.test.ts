@@ -139,7 +139,7 @@ describe('bad resource templates', () => {
       spec: { priority: 1, resourceSelectors: [{ apiVersion: 'apps/v1', kind: 'Deployment' }] },
     });
     await applyObjects(m.plane, decodeApplyDocuments([policy('zeta'), policy('alpha'), deployment({ name: 'web' })]));
-    const claimed = (await m.events.all()).filter((e) => e.reason === 'Claimed').map((e) => e.message);
-    expect(claimed).toEqual(['claimed by PropagationPolicy default/alpha']);
+    const templateEvents = (await m.events.all()).filter((e) => e.kind === 'Deployment').map((e) => `${e.reason}: ${e.message}`);
+    expect(templateEvents).toEqual(['Created: Deployment created, claimed by PropagationPolicy default/alpha']);
   });
 });

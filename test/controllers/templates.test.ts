@@ -136,10 +136,13 @@ describe('resource templates and the detector', () => {
     binding = (await stored(m, 'rb:default:web-deployment'))!;
     expect(binding.inheritedFrom?.name).toBe('named');
     expect(binding.spec.placement?.clusterAffinity?.clusterNames).toEqual(['m2']);
-    const claims = (await m.events.all()).filter((e) => e.kind === 'Deployment' && e.reason === 'Claimed').map((e) => e.message);
+    // A new template's claim is named by its Created event; a Claimed event says that the claim changed.
+    const claims = (await m.events.all())
+      .filter((e) => e.kind === 'Deployment' && ['Created', 'Claimed'].includes(e.reason))
+      .map((e) => `${e.reason}: ${e.message}`);
     expect(claims).toEqual([
-      'claimed by PropagationPolicy default/kind-wide',
-      'claimed by PropagationPolicy default/named (was PropagationPolicy default/kind-wide)',
+      'Created: Deployment created, claimed by PropagationPolicy default/kind-wide',
+      'Claimed: claimed by PropagationPolicy default/named (was PropagationPolicy default/kind-wide)',
     ]);
     // Both policies deleted: unclaimed, the binding keeps its placement.
     await deletePropagationPolicy(m.plane, { kind: 'PropagationPolicy', namespace: 'default', name: 'named' });
