@@ -137,6 +137,8 @@ export class HttpRunner {
     );
     const method = req.method ?? 'GET';
     const href = url.toString();
+    // `nativeRequest` is the Request that HttpRequest wraps: an init field it reads but does not declare
+    // (the version is pinned; bufferedRequest.test.ts checks that HttpRequest still reads through it).
     const request = new HttpRequest({
       method,
       url: href,
