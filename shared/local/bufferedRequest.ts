@@ -39,8 +39,7 @@ export class BufferedRequest {
   }
 
   async json(): Promise<unknown> {
-    if (this.full) return this.full.json();
-    return JSON.parse(new TextDecoder().decode(this.take()));
+    return JSON.parse(await this.text());
   }
 
   blob(): Promise<Blob> {
